@@ -1,0 +1,30 @@
+# The two commands of the README:
+#   make bench   the main job: a small comparison, its summary table and results
+#   make test    the test suite
+# Both install what they need first (scripts/setup-env.sh).
+
+VENV      ?= .venv
+SYSTEMS   ?= memory,oxigraph
+CHILDREN  ?= 1000
+OUT       ?= results/bench
+PYTEST_ARGS ?=
+
+STAMP := $(VENV)/.lakebench-installed
+
+.PHONY: bench test setup clean
+
+bench: $(STAMP)
+	$(VENV)/bin/lakebench run --systems $(SYSTEMS) --children $(CHILDREN) --out $(OUT)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+setup: $(STAMP)
+
+# Re-install whenever the packaging or the compiled sources change.
+$(STAMP): pyproject.toml setup.py scripts/setup-env.sh $(wildcard ext/*.pyx ext/*.pxd)
+	VENV=$(VENV) scripts/setup-env.sh
+	touch $@
+
+clean:
+	rm -rf $(VENV) build *.egg-info results/bench

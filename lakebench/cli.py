@@ -1,0 +1,176 @@
+"""``lakebench`` command line: run | report | check | serve | fcrepo.
+
+Every user mistake (unknown system, non-positive count, unwritable output)
+is one line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from lakebench import __version__, results, systems
+
+
+class UsageError(Exception):
+    """A mistake in the command line: reported in one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + message
+        raise UsageError(f"{self.prog}: error: {message} (see --help)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def _system_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("no system named")
+    unknown = [n for n in names if n not in systems.SYSTEMS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown system {', '.join(map(repr, unknown))}; known: {', '.join(systems.SYSTEMS)}"
+        )
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a system is named twice: {text}")
+    return names
+
+
+DEFAULT_SYSTEMS = "memory,oxigraph"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lakebench",
+        description="Performance comparator for RDF repositories: N children PUT under one "
+        "parent container, then the parent retrieved; time, memory and disk compared with a "
+        "reference system.",
+    )
+    parser.add_argument("--version", action="version", version=f"lakebench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    run = sub.add_parser(
+        "run",
+        help="measure systems side by side and write results",
+        description="Measure each system in its own fresh process and data directory: create "
+        "N children (timed one by one), retrieve the parent, sample CPU/RSS/VMS/disk every "
+        "interval (also for --tail-seconds after the load). Writes OUT/results.json and "
+        "OUT/latencies.csv and prints the summary table.",
+    )
+    run.add_argument("--systems", type=_system_list, default=_system_list(DEFAULT_SYSTEMS),
+                     help=f"comma-separated systems to measure, from: {', '.join(systems.SYSTEMS)} "
+                     f"(default: {DEFAULT_SYSTEMS})")
+    run.add_argument("--children", type=_positive_int, default=10_000,
+                     help="children created under the parent (default: 10000)")
+    run.add_argument("--triples", type=_positive_int, default=200,
+                     help="triples per child, split 1:1:2 external/internal/literal (default: 200)")
+    run.add_argument("--literal-length", type=_positive_int, default=64,
+                     help="characters per random literal, for payload sweeps (default: 64)")
+    run.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
+    run.add_argument("--repeat", type=_positive_int, default=1,
+                     help="runs per system, interleaved; the table shows mean ± std (default: 1)")
+    run.add_argument("--reference", help="system whose figures are 100%% (default: the first of --systems)")
+    run.add_argument("--out", type=Path, default=None,
+                     help="results directory (default: results/run-YYYYmmdd-HHMMSS)")
+    run.add_argument("--retrievals", type=_positive_int, default=3,
+                     help="timed retrievals of the parent; the median is reported (default: 3)")
+    run.add_argument("--tail-seconds", type=_non_negative_float, default=3.0,
+                     help="keep monitoring this long after the load (default: 3)")
+    run.add_argument("--interval", type=_non_negative_float, default=0.5,
+                     help="monitor sampling interval in seconds (default: 0.5)")
+    run.add_argument("--keep-data", action="store_true",
+                     help="keep each system's data directory under OUT/data")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.set_defaults(func=cmd_run)
+
+    table = sub.add_parser("table", help="print the summary table of a results directory")
+    table.add_argument("results_dir", type=Path, help="a directory written by 'lakebench run'")
+    table.set_defaults(func=cmd_table)
+    return parser
+
+
+def cmd_run(args) -> int:
+    from lakebench.runner import RunConfig, check_writable, run
+
+    if args.reference is not None and args.reference not in args.systems:
+        raise UsageError(f"lakebench run: error: --reference {args.reference!r} is not among "
+                         f"--systems ({', '.join(args.systems)})")
+    if args.interval <= 0:
+        raise UsageError("lakebench run: error: --interval must be positive")
+    out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
+    try:
+        check_writable(out)
+    except OSError as exc:
+        raise UsageError(f"lakebench run: error: cannot write results to {out}: "
+                         f"{exc.strerror or exc}") from None
+    config = RunConfig(
+        systems=args.systems,
+        children=args.children,
+        triples=args.triples,
+        literal_length=args.literal_length,
+        seed=args.seed,
+        repeat=args.repeat,
+        reference=args.reference,
+        out=out,
+        retrievals=args.retrievals,
+        tail_seconds=args.tail_seconds,
+        interval=args.interval,
+        keep_data=args.keep_data,
+        progress=not args.quiet,
+        command=" ".join(["lakebench", *sys.argv[1:]]),
+    )
+    document = run(config)
+    print()
+    print(f"Reference: {document['reference']} = 100%.  {args.children} children x "
+          f"{args.triples} triples, seed {args.seed}.")
+    print(results.format_table(results.summary_rows(document)))
+    print(f"\nResults: {out / 'results.json'}  (per-child latencies: {out / 'latencies.csv'})")
+    failed = [s["name"] for s in document["systems"] if s["status"] != "ok"]
+    return 1 if failed else 0
+
+
+def cmd_table(args) -> int:
+    try:
+        document = results.load(args.results_dir)
+    except FileNotFoundError:
+        raise UsageError(f"lakebench table: error: no results.json in {args.results_dir}") from None
+    print(results.format_table(results.summary_rows(document)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lakebench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Per-process resource sampling, like the seeds' ``ps`` loops.
+
+A :class:`Monitor` thread samples one process (and its children) every
+``interval`` seconds: CPU %, RSS, private RSS (``RssAnon``), VMS, and the
+size of a data directory.  The runner starts it before a system is set up
+and keeps it going for a few seconds after the load, so memory release and
+background work (compaction, checkpoints) show in the series.
+
+>>> import os
+>>> with Monitor(os.getpid(), interval=0.05) as m:
+...     _ = sum(range(100_000))
+>>> m.samples[0]["rss_bytes"] > 0
+True
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+
+def directory_bytes(path: str | os.PathLike | None) -> int | None:
+    """Bytes allocated on disk under ``path`` (like ``du``), None if it is absent."""
+    if path is None:
+        return None
+    path = Path(path)
+    if not path.exists():
+        return None
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    total = 0
+    stack = [str(path)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except FileNotFoundError:  # removed while we walked (compaction)
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+                except FileNotFoundError:
+                    continue
+    return total
+
+
+def rss_anon_bytes(pid: int) -> int | None:
+    """Private resident memory (``RssAnon``): RSS less file-backed mapped pages.
+
+    A memory-mapped store (LMDB) has its file pages in RSS, which the kernel
+    can drop at will; this is the part it cannot.
+    """
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return None
+
+
+class Monitor:
+    """Samples a process tree and a directory on a background thread.
+
+    ``phase`` may be set at any time by the runner; each sample records the
+    phase it was taken in.
+    """
+
+    def __init__(self, pid: int, directory: str | os.PathLike | None = None, interval: float = 0.5):
+        self.pid = pid
+        self.directory = directory
+        self.interval = interval
+        self.phase = "start"
+        self.samples: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lakebench-monitor", daemon=True)
+        self._processes: dict[int, psutil.Process] = {}
+        self._t0 = time.monotonic()
+
+    def watch(self, pid: int, directory: str | os.PathLike | None = None) -> None:
+        """Switch to another process (a server the system started)."""
+        self.pid = pid
+        self.directory = directory
+        self._processes.clear()
+
+    def start(self) -> "Monitor":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def __enter__(self) -> "Monitor":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _tree(self) -> list[psutil.Process]:
+        """The process and its descendants, keeping Process objects so CPU % is per interval."""
+        try:
+            root = self._processes.get(self.pid) or psutil.Process(self.pid)
+            current = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        known = {}
+        for proc in current:
+            known[proc.pid] = self._processes.get(proc.pid, proc)
+        self._processes = known
+        return list(known.values())
+
+    def sample(self) -> dict | None:
+        """Take one sample now (also used by tests)."""
+        cpu = rss = vms = anon = 0.0
+        alive = 0
+        for proc in self._tree():
+            try:
+                with proc.oneshot():
+                    cpu += proc.cpu_percent(interval=None)
+                    mem = proc.memory_info()
+                rss += mem.rss
+                vms += mem.vms
+                anon += rss_anon_bytes(proc.pid) or 0
+                alive += 1
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if not alive:
+            return None
+        record = {
+            "t": round(time.monotonic() - self._t0, 3),
+            "phase": self.phase,
+            "cpu_percent": round(cpu, 1),
+            "rss_bytes": int(rss),
+            "rss_anon_bytes": int(anon),
+            "vms_bytes": int(vms),
+            "disk_bytes": directory_bytes(self.directory),
+        }
+        self.samples.append(record)
+        return record
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.interval):
+                return
+
+    def peak(self, key: str) -> int | None:
+        values = [s[key] for s in self.samples if s.get(key) is not None]
+        return max(values) if values else None
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by a process and its live descendants."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += times.user + times.system
+    return total

@@ -1,0 +1,263 @@
+"""The results schema: per-run records, their aggregation, files, summary table.
+
+Both the printed table and the report read what this module writes; the
+report never re-measures.  docs/results.rst documents the schema.
+
+A results directory holds:
+
+* ``results.json``: environment, workload, and one entry per system
+  (means over repeated runs, their standard deviations, each run's record,
+  and the monitor's series);
+* ``latencies.csv``: ``system,run,index,seconds`` for every child created.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Iterable, Sequence
+
+SCHEMA_VERSION = 1
+
+#: Metrics compared with the reference row, as (path in a system entry, label).
+COMPARED = {
+    "ingest_seconds": "running time",
+    "per_resource_ms.mean": "time per resource",
+    "parent.seconds": "GET parent",
+    "peak_rss_bytes": "peak memory",
+    "disk_bytes": "database size",
+}
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile of already sorted values.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+    2.5
+    """
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def latency_summary(seconds: Sequence[float]) -> dict:
+    """mean / p50 / p95 / max in milliseconds, and growth first vs last 10%.
+
+    >>> s = latency_summary([0.001] * 10 + [0.002] * 10)
+    >>> s["per_resource_ms"]["mean"], s["growth"]["ratio"]
+    (1.5, 2.0)
+    """
+    ordered = sorted(seconds)
+    tenth = max(1, len(seconds) // 10)
+    first = statistics.fmean(seconds[:tenth]) * 1000 if seconds else math.nan
+    last = statistics.fmean(seconds[-tenth:]) * 1000 if seconds else math.nan
+    return {
+        "per_resource_ms": {
+            "mean": _round(statistics.fmean(seconds) * 1000) if seconds else None,
+            "p50": _round(percentile(ordered, 50) * 1000),
+            "p95": _round(percentile(ordered, 95) * 1000),
+            "max": _round(ordered[-1] * 1000) if ordered else None,
+        },
+        "growth": {
+            "first_10pct_ms": _round(first),
+            "last_10pct_ms": _round(last),
+            "ratio": _round(last / first) if first else None,
+        },
+    }
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return round(value, digits)
+
+
+def get_path(record: dict, path: str):
+    """``get_path(r, "parent.seconds")`` -> r["parent"]["seconds"] or None."""
+    for key in path.split("."):
+        if not isinstance(record, dict) or key not in record:
+            return None
+        record = record[key]
+    return record
+
+
+def _numeric_paths(record: dict, prefix: str = "") -> Iterable[str]:
+    for key, value in record.items():
+        if key in ("samples", "error"):
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _numeric_paths(value, path + ".")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield path
+
+
+def _set_path(record: dict, path: str, value) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        record = record.setdefault(key, {})
+    record[last] = value
+
+
+def aggregate(name: str, runs: list[dict]) -> dict:
+    """One system entry from its runs: means of the successful runs, their std.
+
+    Numbers that are the same in every run (children, triples) stay exact;
+    the others become the mean, and ``std`` holds the sample standard
+    deviation where there are at least two successful runs.
+    """
+    ok = [r for r in runs if r["status"] == "ok"]
+    failed = [r for r in runs if r["status"] != "ok"]
+    entry: dict = {
+        "name": name,
+        "status": "ok" if ok and not failed else "failed",
+        "error": failed[0]["error"] if failed else None,
+        "durability": runs[0].get("durability"),
+        "transport": runs[0].get("transport"),
+        "repeat": len(runs),
+        "successful_runs": len(ok),
+    }
+    if ok:
+        base = {k: v for k, v in ok[0].items() if k not in ("samples", "system", "run", "status", "error")}
+        std: dict = {}
+        for path in _numeric_paths(base):
+            values = [get_path(r, path) for r in ok]
+            values = [v for v in values if v is not None]
+            if not values:
+                continue
+            if all(v == values[0] for v in values):
+                continue  # identical in every run (counts): keep it exact
+            _set_path(base, path, _round(statistics.fmean(values), 6))
+            if len(values) > 1:
+                std[path] = _round(statistics.stdev(values), 6)
+        entry.update(base)
+        if std:
+            entry["std"] = std
+    entry["runs"] = [{k: v for k, v in r.items() if k != "samples"} for r in runs]
+    entry["samples"] = [r.get("samples", []) for r in runs]
+    return entry
+
+
+def compare_with_reference(systems: list[dict], reference: str | None) -> None:
+    """Add ``vs_reference`` (percent of the reference's value) to each entry."""
+    ref = next((s for s in systems if s["name"] == reference and s["status"] == "ok"), None)
+    for entry in systems:
+        entry["vs_reference"] = {}
+        if ref is None or entry["status"] != "ok":
+            continue
+        for path in COMPARED:
+            mine, theirs = get_path(entry, path), get_path(ref, path)
+            if mine is not None and theirs:
+                entry["vs_reference"][path] = round(100.0 * mine / theirs, 1)
+
+
+def write(out: Path, document: dict, latencies: dict[tuple[str, int], Sequence[float]]) -> None:
+    """Write ``results.json`` and ``latencies.csv`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out / "results.json")
+    with open(out / "latencies.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["system", "run", "index", "seconds"])
+        for (system, run), values in latencies.items():
+            for index, seconds in enumerate(values):
+                writer.writerow([system, run, index, f"{seconds:.7f}"])
+
+
+def load(out: Path) -> dict:
+    """Read ``results.json`` of a results directory."""
+    return json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))
+
+
+def load_latencies(out: Path) -> dict[tuple[str, int], list[float]]:
+    """Read ``latencies.csv``: (system, run) -> seconds per child, in order."""
+    series: dict[tuple[str, int], list[float]] = {}
+    with open(Path(out) / "latencies.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            series.setdefault((row["system"], int(row["run"])), []).append(float(row["seconds"]))
+    return series
+
+
+# -- the summary table, in the seed report's shape -------------------------
+
+def _fmt_bytes(value) -> str:
+    if value is None:
+        return "-"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def _fmt_duration(seconds) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 60:
+        minutes, rest = divmod(seconds, 60)
+        return f"{int(minutes)}'{rest:04.1f}\""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _with_std(entry: dict, path: str, text: str, scale: float = 1.0, unit: str = "") -> str:
+    std = entry.get("std", {}).get(path)
+    if std is None:
+        return text
+    return f"{text} ±{std * scale:.2g}{unit}"
+
+
+def summary_rows(document: dict) -> list[list[str]]:
+    """Rows of the summary table (header first) for a results document."""
+    header = [
+        "system", "durability", "running time", "per resource", "p95", "% ref",
+        "last/first 10%", "GET parent", "% ref", "contains", "peak RSS", "% ref",
+        "disk", "B/triple", "% ref", "triples",
+    ]
+    rows = [header]
+    for s in document["systems"]:
+        if s["status"] != "ok":
+            rows.append([s["name"], s.get("durability") or "-", "FAILED: " + (s.get("error") or "?")[:60]]
+                        + [""] * (len(header) - 3))
+            continue
+        vs = s.get("vs_reference", {})
+        pct = lambda path: f"{vs[path]:.0f}%" if path in vs else "-"  # noqa: E731
+        per = s["per_resource_ms"]
+        disk = s.get("disk_bytes")
+        triples = s.get("triples_total")
+        rows.append([
+            s["name"],
+            s.get("durability") or "-",
+            _with_std(s, "ingest_seconds", _fmt_duration(s["ingest_seconds"]), unit=" s"),
+            _with_std(s, "per_resource_ms.mean", f"{per['mean']:.2f} ms", unit=" ms"),
+            f"{per['p95']:.2f} ms",
+            pct("per_resource_ms.mean"),
+            f"{s['growth']['ratio']:.2f}x" if s["growth"]["ratio"] is not None else "-",
+            _with_std(s, "parent.seconds", _fmt_duration(s["parent"]["seconds"]), scale=1000, unit=" ms"),
+            pct("parent.seconds"),
+            str(s["parent"]["containment_triples"]),
+            _fmt_bytes(s.get("peak_rss_bytes")),
+            pct("peak_rss_bytes"),
+            _fmt_bytes(disk),
+            f"{disk / triples:.0f}" if disk and triples else "-",
+            pct("disk_bytes"),
+            f"{triples:,}" if triples is not None else "-",
+        ])
+    return rows
+
+
+def format_table(rows: list[list[str]]) -> str:
+    """Plain-text table with aligned columns."""
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)

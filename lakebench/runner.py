@@ -1,0 +1,312 @@
+"""The runner: the only place that holds a clock.
+
+``run(config)`` measures each system in a fresh worker process with a fresh
+data directory, so its memory and disk figures are its own:
+
+1. the worker builds the system and calls ``setup()`` (not timed);
+2. it creates every child, timing each ``create_child`` call alone (the
+   graph is generated before the clock starts);
+3. it retrieves the parent ``retrievals`` times, timing each;
+4. it idles ``tail_seconds`` so the monitor sees the system after the load,
+   then closes the system and measures the data directory.
+
+Meanwhile the parent process samples the system's process (the worker, or a
+server the system started) with :class:`lakebench.monitor.Monitor`.  The
+worker reports to the parent as JSON lines on a private pipe.
+
+Run as ``python -m lakebench.runner SPEC_JSON EVENT_FD`` it is that worker.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lakebench import environment, results, systems
+from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
+from lakebench.workload import Workload
+
+
+@dataclass
+class RunConfig:
+    systems: list[str]
+    children: int = 10_000
+    triples: int = 200
+    literal_length: int = 64
+    seed: int = 0
+    repeat: int = 1
+    reference: str | None = None
+    out: Path = Path("results")
+    retrievals: int = 3
+    tail_seconds: float = 3.0
+    interval: float = 0.5
+    keep_data: bool = False
+    progress: bool = True
+    options: dict = field(default_factory=dict)
+    command: str = ""  # the command line, recorded in results
+
+    def workload(self) -> Workload:
+        return Workload(
+            children=self.children,
+            triples=self.triples,
+            literal_length=self.literal_length,
+            seed=self.seed,
+        )
+
+
+# -- worker side -----------------------------------------------------------
+
+class _Events:
+    """JSON lines to the parent over an inherited file descriptor."""
+
+    def __init__(self, fd: int):
+        self._file = os.fdopen(fd, "w", buffering=1)
+
+    def send(self, event: str, **fields) -> None:
+        self._file.write(json.dumps({"event": event, **fields}) + "\n")
+        self._file.flush()
+
+
+def _progress(total: int, label: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    # On a terminal the bar redraws twice a second; in a log (CI) a line
+    # every 10 s is enough.
+    interval = 0.5 if sys.stderr.isatty() else 10.0
+    return tqdm(total=total, desc=label, unit="child", mininterval=interval, file=sys.stderr)
+
+
+def worker(spec: dict, events: _Events) -> dict:
+    """Measure one system once; returns the run record (also sent as an event)."""
+    workload = Workload(**spec["workload"])
+    system_cls = systems.load_target(spec["target"])
+    system = system_cls(Path(spec["data_dir"]), workload, spec.get("options"))
+    record: dict = {
+        "system": spec["system"],
+        "run": spec["run"],
+        "durability": system.durability,
+        "transport": system.transport,
+    }
+    latencies: list[float] = []
+    events.send("phase", phase="setup")
+    system.setup()
+    pid = system.pid()
+    disk_path = system.disk_path()
+    events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)
+    in_process = pid == os.getpid()
+
+    # Only CPU spent by the system counts: when the system runs in this very
+    # process, the CPU spent generating graphs is subtracted.
+    cpu_start = tree_cpu_seconds(pid)
+    generate_cpu = 0.0
+    events.send("phase", phase="ingest")
+    bar = _progress(workload.children, spec["system"], spec.get("progress", False))
+    wall_start = time.perf_counter()
+    for index in range(workload.children):
+        g0 = time.process_time()
+        child = workload.child(index)
+        child.turtle, child.ntriples  # noqa: B018 - build both serializations outside the clock
+        generate_cpu += time.process_time() - g0
+        t0 = time.perf_counter()
+        system.create_child(child)
+        latencies.append(time.perf_counter() - t0)
+        if bar is not None:
+            bar.update(1)
+            if index % 200 == 0:
+                bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms")
+    ingest_wall = time.perf_counter() - wall_start
+    if bar is not None:
+        bar.close()
+    events.send("latencies", seconds=latencies)
+
+    events.send("phase", phase="retrieve")
+    retrieval_times = []
+    retrieval = None
+    for _ in range(spec.get("retrievals", 3)):
+        t0 = time.perf_counter()
+        retrieval = system.retrieve_parent()
+        retrieval_times.append(time.perf_counter() - t0)
+    cpu_seconds = tree_cpu_seconds(pid) - cpu_start - (generate_cpu if in_process else 0.0)
+
+    record.update(results.latency_summary(latencies))
+    record.update(
+        {
+            "children": len(latencies),
+            "ingest_seconds": round(sum(latencies), 6),
+            "ingest_wall_seconds": round(ingest_wall, 6),
+            "parent": {
+                "seconds": round(sorted(retrieval_times)[len(retrieval_times) // 2], 6),
+                "first_seconds": round(retrieval_times[0], 6),
+                "all_seconds": [round(t, 6) for t in retrieval_times],
+                "containment_triples": retrieval.containment_triples,
+                "bytes": retrieval.bytes,
+            },
+            "cpu_seconds": round(cpu_seconds, 3),
+            "triples_total": system.triples_total(),
+        }
+    )
+    events.send("phase", phase="tail")
+    time.sleep(spec.get("tail_seconds", 0))
+    events.send("phase", phase="close")
+    system.close()
+    record["disk_bytes"] = directory_bytes(disk_path)
+    if in_process:
+        record["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return record
+
+
+def _worker_main(argv: list[str]) -> int:
+    spec = json.loads(argv[0])
+    events = _Events(int(argv[1]))
+    try:
+        record = worker(spec, events)
+    except BaseException as exc:  # report any failure to the parent, then exit non-zero
+        events.send("failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+        return 1
+    events.send("result", record=record)
+    return 0
+
+
+# -- parent side -----------------------------------------------------------
+
+def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tuple[dict, list[float]]:
+    """Measure system ``name`` once in a fresh worker; returns (record, latencies)."""
+    data_dir = data_root / f"{name}-{run_index}"
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    data_dir.mkdir(parents=True)
+    w = config.workload()
+    spec = {
+        "system": name,
+        "target": systems.target(name),
+        "run": run_index,
+        "data_dir": str(data_dir),
+        "workload": {
+            "children": w.children,
+            "triples": w.triples,
+            "literal_length": w.literal_length,
+            "seed": w.seed,
+        },
+        "retrievals": config.retrievals,
+        "tail_seconds": config.tail_seconds,
+        "progress": config.progress,
+        "options": config.options,
+    }
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lakebench.runner", json.dumps(spec), str(write_fd)],
+        pass_fds=(write_fd,),
+        stdin=subprocess.DEVNULL,
+    )
+    os.close(write_fd)
+    monitor = Monitor(proc.pid, data_dir, interval=config.interval).start()
+    record: dict | None = None
+    latencies: list[float] = []
+    error = None
+    with os.fdopen(read_fd) as pipe:
+        for line in pipe:
+            event = json.loads(line)
+            kind = event["event"]
+            if kind == "phase":
+                monitor.phase = event["phase"]
+            elif kind == "pid":
+                monitor.watch(event["pid"], event["disk_path"])
+            elif kind == "latencies":
+                latencies = event["seconds"]
+            elif kind == "result":
+                record = event["record"]
+            elif kind == "failed":
+                error = event["error"]
+                sys.stderr.write(event.get("traceback", ""))
+    returncode = proc.wait()
+    monitor.stop()
+    if record is None:
+        record = {"system": name, "run": run_index, "status": "failed",
+                  "error": error or f"worker exited with code {returncode}"}
+        try:
+            cls = systems.load(name)
+            record.update(durability=cls.durability, transport=cls.transport)
+        except Exception:  # the registry error is already the run's error
+            pass
+    else:
+        record["status"] = "ok"
+        record["error"] = None
+        sampled_peak = monitor.peak("rss_bytes") or 0
+        record["peak_rss_bytes"] = max(sampled_peak, record.pop("worker_max_rss_bytes", 0))
+        record["peak_rss_anon_bytes"] = monitor.peak("rss_anon_bytes")
+        record["peak_vms_bytes"] = monitor.peak("vms_bytes")
+    record["samples"] = monitor.samples
+    if not config.keep_data:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return record, latencies
+
+
+def run(config: RunConfig, log=print) -> dict:
+    """Run every system ``config.repeat`` times; write and return the results document."""
+    out = Path(config.out)
+    data_root = out / "data"
+    data_root.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(timezone.utc)
+    runs: dict[str, list[dict]] = {name: [] for name in config.systems}
+    latencies: dict[tuple[str, int], list[float]] = {}
+    # Interleave repeats (A B A B ...) so slow drift of a shared machine
+    # spreads over every system instead of landing on one.
+    for run_index in range(config.repeat):
+        for name in config.systems:
+            label = f"{name} (run {run_index + 1}/{config.repeat})" if config.repeat > 1 else name
+            log(f"== {label}: {config.children} children")
+            record, lat = run_one(config, name, run_index, data_root)
+            runs[name].append(record)
+            latencies[(name, run_index)] = lat
+            if record["status"] == "ok":
+                log(f"   {record['ingest_seconds']:.1f} s ingest, "
+                    f"{record['per_resource_ms']['mean']:.2f} ms per child, "
+                    f"parent {record['parent']['seconds'] * 1000:.1f} ms")
+            else:
+                log(f"   FAILED: {record['error']}")
+    if not config.keep_data:
+        shutil.rmtree(data_root, ignore_errors=True)
+    entries = [results.aggregate(name, runs[name]) for name in config.systems]
+    reference = config.reference or config.systems[0]
+    results.compare_with_reference(entries, reference)
+    document = {
+        "schema": results.SCHEMA_VERSION,
+        "started": started.isoformat(timespec="seconds"),
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": config.command,
+        "environment": environment.describe(),
+        "workload": config.workload().describe(),
+        "settings": {
+            "repeat": config.repeat,
+            "retrievals": config.retrievals,
+            "tail_seconds": config.tail_seconds,
+            "sample_interval_seconds": config.interval,
+            "cache": "warm",
+        },
+        "reference": reference,
+        "systems": entries,
+    }
+    results.write(out, document, latencies)
+    return document
+
+
+def check_writable(out: Path) -> None:
+    """Raise OSError with a clear message if results cannot be written to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main(sys.argv[1:]))

@@ -1,0 +1,74 @@
+"""The tiny interface every measured system implements.
+
+A system knows one repository and nothing about timing: the runner
+(``lakebench.runner``) holds the only clock, like YCSB's DB wrapper.  One
+instance lives in one fresh worker process with its own data directory.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lakebench.workload import Child, Workload
+
+
+class SystemFailure(RuntimeError):
+    """A system could not do what was asked (server down, bad reply, ...)."""
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What one retrieval of the parent actually read."""
+
+    containment_triples: int  # ldp:contains triples in the representation
+    bytes: int  # size of the serialized representation
+
+
+class System:
+    """Base class: one repository, driven by the runner.
+
+    Subclasses set ``name`` and ``durability`` and implement the five calls.
+    ``transport`` says whether requests cross HTTP or stay in-process, so
+    the report can group rows honestly.
+    """
+
+    name: str = "?"
+    #: "durable" (each commit fsynced), "nosync" (written to the OS, not
+    #: fsynced), or "volatile" (nothing reaches disk).
+    durability: str = "?"
+    transport: str = "in-process"
+
+    def __init__(self, data_dir: Path, workload: Workload, options: dict | None = None):
+        self.data_dir = Path(data_dir)
+        self.workload = workload
+        self.options = dict(options or {})
+
+    # -- the calls the runner times -------------------------------------
+    def setup(self) -> None:
+        """Create an empty repository holding only the parent container."""
+        raise NotImplementedError
+
+    def create_child(self, child: Child) -> None:
+        """Store one child graph and its ``ldp:contains`` membership."""
+        raise NotImplementedError
+
+    def retrieve_parent(self) -> Retrieval:
+        """Read the parent's representation (Turtle), as a client would."""
+        raise NotImplementedError
+
+    # -- facts the runner reads outside the clock -----------------------
+    def triples_total(self) -> int | None:
+        """Triples the repository holds now, or None if it cannot say."""
+        return None
+
+    def pid(self) -> int:
+        """The process whose CPU and memory are the system's cost."""
+        return os.getpid()
+
+    def disk_path(self) -> Path | None:
+        """The directory whose size is the system's on-disk cost (None: in memory)."""
+        return self.data_dir
+
+    def close(self) -> None:
+        """Release the repository; after this, disk size is final."""

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install everything lakebench needs on a fresh Debian 12 machine, idempotently:
+# Debian packages (LMDB headers for the Cython store, a JDK for Fedora), a
+# virtualenv in .venv, and lakebench itself (editable, with its extras).
+# Called by `make bench` / `make test`; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+# LMDB headers and a C compiler build the store core; Java runs Fedora (a JDK
+# already on PATH, of any vendor, serves as well as Debian's).
+packages=(liblmdb-dev lmdb-utils build-essential)
+command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "setup: error: need root (or sudo) to install ${missing[*]}" >&2; exit 2; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating virtualenv $VENV"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+echo "setup: installing lakebench and its Python dependencies into $VENV"
+"$VENV/bin/pip" install -q -e '.[test,docs]'

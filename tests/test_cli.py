@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lakebench.cli import main
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["run", "--systems", "nosuch"], "unknown system 'nosuch'"),
+        (["run", "--systems", "memory,memory"], "named twice"),
+        (["run", "--children", "0"], "must be positive"),
+        (["run", "--children", "-5"], "must be positive"),
+        (["run", "--children", "many"], "not an integer"),
+        (["run", "--repeat", "0"], "must be positive"),
+        (["run", "--systems", "memory", "--reference", "oxigraph"], "not among"),
+        (["run", "--out", "/proc/no/such/dir"], "cannot write results"),
+        (["frobnicate"], "invalid choice"),
+        (["table", "/nonexistent-results"], "no results.json"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, fragment, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert fragment in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_unwritable_out_for_non_root(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root can write anywhere; /proc case above covers the error path")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert main(["run", "--out", str(locked / "x")]) == 2
+
+
+def test_help_lists_systems():
+    out = subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "memory" in out and "oxigraph" in out and "--children" in out
+
+
+def test_run_end_to_end_prints_table(tmp_path, capsys):
+    rc = main(["run", "--systems", "memory,oxigraph", "--children", "12", "--out", str(tmp_path),
+               "--tail-seconds", "0", "--quiet"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "per resource" in out and "oxigraph" in out and "memory" in out
+    assert (tmp_path / "results.json").exists()
+    assert main(["table", str(tmp_path)]) == 0

@@ -1,0 +1,14 @@
+"""Run the examples in the modules' docstrings."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["lakebench.workload", "lakebench.results", "lakebench.monitor"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from lakebench.monitor import Monitor, directory_bytes, rss_anon_bytes, tree_cpu_seconds
+
+
+def test_samples_a_busy_child_process(tmp_path):
+    (tmp_path / "data.bin").write_bytes(os.urandom(256 * 1024))
+    # A child that allocates ~60 MB of private memory and burns CPU for a while.
+    code = "import time\nb = bytearray(60 * 1024 * 1024)\nt = time.time()\nwhile time.time() - t < 1.5: pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    with Monitor(proc.pid, tmp_path, interval=0.1) as monitor:
+        monitor.phase = "load"
+        proc.wait()
+    assert len(monitor.samples) >= 5
+    assert monitor.peak("rss_anon_bytes") > 50 * 1024 * 1024
+    assert monitor.peak("rss_bytes") >= monitor.peak("rss_anon_bytes")
+    assert monitor.peak("vms_bytes") >= monitor.peak("rss_bytes")
+    assert max(s["cpu_percent"] for s in monitor.samples) > 30
+    assert {s["phase"] for s in monitor.samples} == {"load"}
+    assert all(s["disk_bytes"] >= 256 * 1024 for s in monitor.samples)
+    times = [s["t"] for s in monitor.samples]
+    assert times == sorted(times)
+
+
+def test_includes_grandchildren():
+    code = ("import subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'b = bytearray(80 * 1024 * 1024); import time; time.sleep(1)'])\n")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    with Monitor(proc.pid, None, interval=0.1) as monitor:
+        proc.wait()
+    assert monitor.peak("rss_anon_bytes") > 70 * 1024 * 1024
+    assert all(s["disk_bytes"] is None for s in monitor.samples)
+
+
+def test_dead_process_gives_no_sample():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    assert Monitor(proc.pid).sample() is None
+
+
+def test_directory_bytes(tmp_path):
+    assert directory_bytes(tmp_path / "absent") is None
+    assert directory_bytes(None) is None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"x" * 100_000)
+    size = directory_bytes(tmp_path)
+    assert 100_000 <= size < 200_000
+
+
+def test_cpu_and_anon_of_self():
+    start = tree_cpu_seconds(os.getpid())
+    t = time.process_time()
+    while time.process_time() - t < 0.2:
+        pass
+    assert tree_cpu_seconds(os.getpid()) - start >= 0.15
+    assert rss_anon_bytes(os.getpid()) > 0

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lakebench import results
+
+
+def _run(system, run, per_child, parent_s, rss, disk=None, status="ok"):
+    if status != "ok":
+        return {"system": system, "run": run, "status": status, "error": "boom",
+                "durability": "nosync", "transport": "in-process", "samples": []}
+    record = {"system": system, "run": run, "status": "ok", "error": None,
+              "durability": "nosync", "transport": "in-process", "children": 10,
+              "ingest_seconds": per_child * 10, "parent": {"seconds": parent_s, "containment_triples": 10,
+                                                            "bytes": 500},
+              "peak_rss_bytes": rss, "disk_bytes": disk, "triples_total": 2010,
+              "samples": [{"t": 0.0, "rss_bytes": rss}]}
+    record.update(results.latency_summary([per_child] * 10))
+    return record
+
+
+def test_latency_summary_growth_and_percentiles():
+    seconds = [0.001] * 90 + [0.003] * 10
+    s = results.latency_summary(seconds)
+    assert s["per_resource_ms"]["max"] == 3.0
+    assert s["per_resource_ms"]["p50"] == 1.0
+    assert s["growth"]["first_10pct_ms"] == 1.0
+    assert s["growth"]["last_10pct_ms"] == 3.0
+    assert s["growth"]["ratio"] == 3.0
+    assert math.isclose(s["per_resource_ms"]["mean"], 1.2)
+
+
+def test_aggregate_mean_std_and_exact_counts():
+    runs = [_run("a", 0, 0.001, 0.1, 100), _run("a", 1, 0.003, 0.3, 300)]
+    entry = results.aggregate("a", runs)
+    assert entry["status"] == "ok"
+    assert entry["ingest_seconds"] == pytest.approx(0.02)
+    assert entry["std"]["ingest_seconds"] == pytest.approx(0.01414, rel=1e-3)
+    assert entry["parent"]["containment_triples"] == 10 and isinstance(entry["parent"]["containment_triples"], int)
+    assert entry["triples_total"] == 2010
+    assert len(entry["samples"]) == 2 and "samples" not in entry["runs"][0]
+
+
+def test_failed_run_marks_system_failed_but_keeps_figures():
+    entry = results.aggregate("a", [_run("a", 0, 0.001, 0.1, 100), _run("a", 1, 0, 0, 0, status="failed")])
+    assert entry["status"] == "failed" and entry["error"] == "boom"
+    assert entry["successful_runs"] == 1
+
+
+def test_compare_with_reference_percentages():
+    a = results.aggregate("a", [_run("a", 0, 0.002, 0.2, 200, disk=1000)])
+    b = results.aggregate("b", [_run("b", 0, 0.001, 0.4, 100, disk=500)])
+    results.compare_with_reference([a, b], "a")
+    assert a["vs_reference"]["per_resource_ms.mean"] == 100.0
+    assert b["vs_reference"]["per_resource_ms.mean"] == 50.0
+    assert b["vs_reference"]["parent.seconds"] == 200.0
+    assert b["vs_reference"]["disk_bytes"] == 50.0
+
+
+def test_write_load_and_table(tmp_path):
+    a = results.aggregate("a", [_run("a", 0, 0.002, 0.2, 200, disk=1000)])
+    bad = results.aggregate("z", [_run("z", 0, 0, 0, 0, status="failed")])
+    results.compare_with_reference([a, bad], "a")
+    doc = {"schema": 1, "systems": [a, bad]}
+    results.write(tmp_path, doc, {("a", 0): [0.002] * 10})
+    assert results.load(tmp_path)["systems"][0]["name"] == "a"
+    assert results.load_latencies(tmp_path)[("a", 0)] == [0.002] * 10
+    table = results.format_table(results.summary_rows(doc))
+    assert "FAILED: boom" in table
+    assert "100%" in table

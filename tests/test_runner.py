@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from lakebench import results, systems
+from lakebench.runner import RunConfig, run
+from lakebench.systems.base import System
+
+
+@pytest.fixture(scope="module")
+def document(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    config = RunConfig(systems=["memory", "oxigraph"], children=30, seed=2, out=out,
+                       tail_seconds=0.5, interval=0.1, progress=False, reference="oxigraph")
+    doc = run(config, log=lambda *_: None)
+    doc["_out"] = out
+    return doc
+
+
+@pytest.mark.parametrize("name", ["memory", "oxigraph"])
+def test_every_field_recorded(document, name):
+    entry = next(s for s in document["systems"] if s["name"] == name)
+    assert entry["status"] == "ok", entry.get("error")
+    assert entry["children"] == 30
+    assert entry["parent"]["containment_triples"] == 30
+    assert entry["parent"]["bytes"] > 30 * 40
+    assert entry["triples_total"] == 30 * 200 + 30
+    pr = entry["per_resource_ms"]
+    assert 0 < pr["p50"] <= pr["p95"] <= pr["max"]
+    assert entry["ingest_seconds"] == pytest.approx(pr["mean"] * 30 / 1000, rel=1e-3)
+    assert entry["growth"]["ratio"] > 0
+    assert entry["peak_rss_bytes"] > 10_000_000
+    assert entry["peak_rss_anon_bytes"] > 0
+    assert entry["cpu_seconds"] >= 0
+    phases = {s["phase"] for s in entry["samples"][0]}
+    assert "ingest" in phases or "tail" in phases
+    assert "tail" in phases  # monitoring goes on after the load
+
+
+def test_disk_only_for_on_disk_systems(document):
+    by_name = {s["name"]: s for s in document["systems"]}
+    assert by_name["memory"]["disk_bytes"] is None
+    assert by_name["oxigraph"]["disk_bytes"] > 1000
+    assert by_name["oxigraph"]["durability"] == "nosync"
+
+
+def test_reference_percentages(document):
+    by_name = {s["name"]: s for s in document["systems"]}
+    assert document["reference"] == "oxigraph"
+    assert by_name["oxigraph"]["vs_reference"]["per_resource_ms.mean"] == 100.0
+    assert by_name["memory"]["vs_reference"]["per_resource_ms.mean"] > 0
+
+
+def test_files_written(document):
+    out = document["_out"]
+    assert results.load(out)["workload"]["children"] == 30
+    with open(out / "latencies.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 60
+    assert {r["system"] for r in rows} == {"memory", "oxigraph"}
+    assert not (out / "data").exists()  # data directories removed unless --keep-data
+    env = document["environment"]
+    assert env["cores_logical"] >= 1 and env["python"] and env["libraries"]["rdflib"]
+
+
+class _Exploding(System):
+    name = "exploding"
+    durability = "volatile"
+
+    def setup(self):
+        pass
+
+    def create_child(self, child):
+        if child.index == 3:
+            raise RuntimeError("disk on fire")
+
+    def retrieve_parent(self):
+        raise AssertionError("not reached")
+
+
+def test_failing_system_reported_others_kept(tmp_path, monkeypatch):
+    monkeypatch.setitem(systems.SYSTEMS, "exploding", "tests.test_runner:_Exploding")
+    # The worker is a fresh interpreter: it must be able to import this module.
+    monkeypatch.setenv("PYTHONPATH", str(__import__("pathlib").Path(__file__).parents[1]))
+    config = RunConfig(systems=["exploding", "memory"], children=5, out=tmp_path,
+                       tail_seconds=0, interval=0.1, progress=False)
+    doc = run(config, log=lambda *_: None)
+    by_name = {s["name"]: s for s in doc["systems"]}
+    assert by_name["exploding"]["status"] == "failed"
+    assert "disk on fire" in by_name["exploding"]["error"]
+    assert by_name["memory"]["status"] == "ok"
+    assert results.load(tmp_path)["systems"][1]["parent"]["containment_triples"] == 5
+
+
+def test_repeat_gives_mean_and_std(tmp_path):
+    config = RunConfig(systems=["memory"], children=10, repeat=2, out=tmp_path,
+                       tail_seconds=0, interval=0.1, progress=False)
+    doc = run(config, log=lambda *_: None)
+    entry = doc["systems"][0]
+    assert entry["repeat"] == 2 and len(entry["runs"]) == 2 and len(entry["samples"]) == 2
+    assert "ingest_seconds" in entry["std"]

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import pytest
+import rdflib
+from rdflib.compare import isomorphic
+
+from lakebench.workload import (
+    ALPHABET,
+    EXT_NS,
+    INT_NS,
+    LIT_NS,
+    Workload,
+    escape_string,
+)
+
+
+def _groups(child):
+    ext = [(p, o) for p, o, iri in child.triples if p.startswith(EXT_NS)]
+    int_ = [(p, o) for p, o, iri in child.triples if p.startswith(INT_NS)]
+    lit = [(p, o) for p, o, iri in child.triples if p.startswith(LIT_NS)]
+    return ext, int_, lit
+
+
+def test_default_child_has_the_spec_counts():
+    w = Workload()
+    child = w.child(123)
+    ext, int_, lit = _groups(child)
+    assert len(child.triples) == 200
+    assert (len(ext), len(int_), len(lit)) == (50, 50, 100)
+    assert len({p for p, _ in ext}) == 50 and len({o for _, o in ext}) == 5
+    assert len({p for p, _ in int_}) == 50 and len({o for _, o in int_}) == 5
+    assert len({p for p, _ in lit}) == 50 and len({o for _, o in lit}) == 100
+    assert all(len(o) == 64 for _, o in lit)
+
+
+def test_internal_objects_are_parent_and_recent_children():
+    w = Workload(children=10)
+    _, int_, _ = _groups(w.child(6))
+    assert {o for _, o in int_} == {"parent", "parent/c00000005", "parent/c00000004",
+                                    "parent/c00000003", "parent/c00000002"}
+    # Fewer than 4 earlier children: the parent fills the gap.
+    _, int_, _ = _groups(w.child(1))
+    assert {o for _, o in int_} == {"parent", "parent/c00000000"}
+    _, int_, _ = _groups(w.child(0))
+    assert {o for _, o in int_} == {"parent"}
+
+
+def test_recent_can_be_given_by_a_client():
+    w = Workload(children=100)
+    _, int_, _ = _groups(w.child(50, recent=[40, 30]))
+    assert {o for _, o in int_} == {"parent", "parent/c00000040", "parent/c00000030"}
+
+
+def test_deterministic_by_seed_and_index():
+    a, b = Workload(seed=3), Workload(seed=3)
+    assert a.child(9).turtle == b.child(9).turtle
+    assert a.child(9).ntriples == b.child(9).ntriples
+    assert a.child(9).turtle != a.child(10).turtle
+    assert Workload(seed=4).child(9).turtle != a.child(9).turtle
+
+
+def test_turtle_does_not_depend_on_base():
+    assert Workload(base="http://a/").child(5).turtle == Workload(base="http://b/x/").child(5).turtle
+
+
+def test_proportions_kept_for_other_sizes():
+    w = Workload(triples=20, literal_length=1)
+    ext, int_, lit = _groups(w.child(0))
+    assert (len(ext), len(int_), len(lit)) == (5, 5, 10)
+    assert len({o for _, o in lit}) == 10  # still distinct with 1-character literals
+    assert all(len(o) == 1 for _, o in lit)
+
+
+def test_alphabet_is_wide_and_tricky():
+    assert len(ALPHABET) >= 600
+    assert '"' in ALPHABET and "\\" in ALPHABET and "\n" in ALPHABET
+    assert any(ord(c) > 0xFFFF for c in ALPHABET)
+    scripts = {"greek": "\u03b1", "cyrillic": "\u0436", "cjk": "\u4e00", "arabic": "\u0628"}
+    assert all(c in ALPHABET for c in scripts.values())
+
+
+@pytest.mark.parametrize("index", [0, 3, 17])
+def test_turtle_and_ntriples_round_trip_isomorphic(index):
+    w = Workload(children=20, seed=11)
+    child = w.child(index)
+    from_turtle = rdflib.Graph().parse(data=child.turtle, format="turtle", publicID=child.uri)
+    from_nt = rdflib.Graph().parse(data=child.ntriples, format="nt")
+    assert len(from_turtle) == 200
+    assert isomorphic(from_turtle, from_nt)
+    # The literals come back exactly, escapes and all.
+    literals = {str(o) for o in from_nt.objects() if isinstance(o, rdflib.Literal)}
+    assert literals == {o for p, o, iri in child.triples if not iri}
+    subjects = set(from_turtle.subjects())
+    assert subjects == {rdflib.URIRef(child.uri)}
+
+
+def test_tricky_characters_survive_pyoxigraph():
+    import pyoxigraph as ox
+
+    w = Workload(children=50, seed=1, literal_length=300)
+    child = w.child(42)
+    values = {q.object.value for q in ox.parse(child.turtle, format=ox.RdfFormat.TURTLE,
+                                                 base_iri=child.uri) if isinstance(q.object, ox.Literal)}
+    assert values == {o for _, o, iri in child.triples if not iri}
+    assert any("\\" in v or '"' in v for v in values)
+
+
+def test_escape_string():
+    assert escape_string('x"y\\z\n\t') == 'x\\"y\\\\z\\n\\t'
+
+
+@pytest.mark.parametrize("kwargs", [{"children": 0}, {"triples": 2}, {"literal_length": 0}])
+def test_bad_parameters_rejected(kwargs):
+    with pytest.raises(ValueError):
+        Workload(**kwargs)
+
+
+def test_child_index_out_of_range():
+    with pytest.raises(IndexError):
+        Workload(children=3).child(3)

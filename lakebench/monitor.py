@@ -69,8 +69,8 @@ def rss_anon_bytes(pid: int) -> int | None:
 class Monitor:
     """Samples a process tree and a directory on a background thread.
 
-    ``phase`` may be set at any time by the runner; each sample records the
-    phase it was taken in.
+    ``phase`` and ``children`` (how many children exist so far) may be set at
+    any time by the runner; each sample records both as they were when taken.
     """
 
     def __init__(self, pid: int, directory: str | os.PathLike | None = None, interval: float = 0.5):
@@ -78,6 +78,7 @@ class Monitor:
         self.directory = directory
         self.interval = interval
         self.phase = "start"
+        self.children = 0
         self.samples: list[dict] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lakebench-monitor", daemon=True)
@@ -137,6 +138,7 @@ class Monitor:
         record = {
             "t": round(time.monotonic() - self._t0, 3),
             "phase": self.phase,
+            "children": self.children,
             "cpu_percent": round(cpu, 1),
             "rss_bytes": int(rss),
             "rss_anon_bytes": int(anon),

@@ -65,6 +65,10 @@ class RunConfig:
 
 # -- worker side -----------------------------------------------------------
 
+#: The worker tells the parent how many children exist every this many, so
+#: each monitor sample knows how far the ingest was (disk against children).
+PROGRESS_EVERY = 50
+
 class _Events:
     """JSON lines to the parent over an inherited file descriptor."""
 
@@ -121,6 +125,8 @@ def worker(spec: dict, events: _Events) -> dict:
         t0 = time.perf_counter()
         system.create_child(child)
         latencies.append(time.perf_counter() - t0)
+        if index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
+            events.send("progress", children=index + 1)
         if bar is not None:
             bar.update(1)
             if index % 200 == 0:
@@ -128,6 +134,7 @@ def worker(spec: dict, events: _Events) -> dict:
     ingest_wall = time.perf_counter() - wall_start
     if bar is not None:
         bar.close()
+    events.send("progress", children=len(latencies))
     events.send("latencies", seconds=latencies)
 
     events.send("phase", phase="retrieve")
@@ -220,6 +227,8 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tu
             kind = event["event"]
             if kind == "phase":
                 monitor.phase = event["phase"]
+            elif kind == "progress":
+                monitor.children = event["children"]
             elif kind == "pid":
                 monitor.watch(event["pid"], event["disk_path"])
             elif kind == "latencies":

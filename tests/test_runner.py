@@ -37,6 +37,7 @@ def test_every_field_recorded(document, name):
     phases = {s["phase"] for s in entry["samples"][0]}
     assert "ingest" in phases or "tail" in phases
     assert "tail" in phases  # monitoring goes on after the load
+    assert entry["samples"][0][-1]["children"] == 30
 
 
 def test_disk_only_for_on_disk_systems(document):

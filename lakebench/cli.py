@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     table = sub.add_parser("table", help="print the summary table of a results directory")
     table.add_argument("results_dir", type=Path, help="a directory written by 'lakebench run'")
     table.set_defaults(func=cmd_table)
+
+    from lakebench import fcrepo
+
+    fcrepo.add_parser(sub)
     return parser
 
 

@@ -19,10 +19,15 @@ class SystemFailure(RuntimeError):
 
 @dataclass(frozen=True)
 class Retrieval:
-    """What one retrieval of the parent actually read."""
+    """The parent's representation exactly as a client received it.
 
-    containment_triples: int  # ldp:contains triples in the representation
-    bytes: int  # size of the serialized representation
+    The runner counts its containment triples after the clock stops, so the
+    count is checked from what was really returned, for every system alike.
+    """
+
+    body: bytes  # the serialized representation
+    parent_uri: str  # IRI of the parent in that representation
+    content_type: str = "text/turtle"
 
 
 class System:
@@ -54,7 +59,7 @@ class System:
         raise NotImplementedError
 
     def retrieve_parent(self) -> Retrieval:
-        """Read the parent's representation (Turtle), as a client would."""
+        """Read the parent's whole representation (Turtle), as a client would."""
         raise NotImplementedError
 
     # -- facts the runner reads outside the clock -----------------------

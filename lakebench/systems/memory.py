@@ -34,12 +34,10 @@ class MemorySystem(System):
         # server would answer a GET of the container.
         representation = Graph()
         representation.bind("ldp", "http://www.w3.org/ns/ldp#")
-        contained = 0
         for triple in self.parent_graph.triples((self.parent, None, None)):
             representation.add(triple)
-            contained += triple[1] == CONTAINS
         body = representation.serialize(format="turtle").encode("utf-8")
-        return Retrieval(containment_triples=contained, bytes=len(body))
+        return Retrieval(body=body, parent_uri=str(self.parent))
 
     def triples_total(self) -> int:
         return len(self.dataset)

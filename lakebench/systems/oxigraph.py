@@ -41,8 +41,7 @@ class OxigraphSystem(System):
             format=ox.RdfFormat.TURTLE,
             prefixes={"ldp": "http://www.w3.org/ns/ldp#"},
         )
-        contained = sum(1 for t in triples if t.predicate == CONTAINS)
-        return Retrieval(containment_triples=contained, bytes=len(body))
+        return Retrieval(body=body, parent_uri=self.parent.value)
 
     def triples_total(self) -> int:
         return len(self.store)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from lakebench.runner import count_containment
+
 import rdflib
 
 from lakebench.systems.memory import MemorySystem
@@ -11,7 +13,7 @@ def test_memory_system_stores_children_and_membership(tmp_path, small_workload):
     for child in small_workload:
         system.create_child(child)
     retrieval = system.retrieve_parent()
-    assert retrieval.containment_triples == 20
+    assert count_containment(retrieval) == 20
     assert system.triples_total() == 20 * 200 + 20
     assert system.disk_path() is None
     child = small_workload.child(4)

@@ -90,7 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     run.add_argument("--repeat", type=_positive_int, default=1,
                      help="runs per system, interleaved; the table shows mean ± std (default: 1)")
-    run.add_argument("--reference", help="system whose figures are 100%% (default: the first of --systems)")
+    run.add_argument("--reference",
+                     help="system whose figures are 100%% (default: fcrepo if measured, else the first of --systems)")
+    run.add_argument("--parent", default="parent",
+                     help="name of the parent container, relative to the base URL (default: parent)")
+    run.add_argument("--system-url", metavar="URL",
+                     help="base URL of a running LDP server: required by the ldp system; for fcrepo, "
+                     "use that Fedora (e.g. http://host:8080/rest/) instead of starting one")
+    run.add_argument("--fcrepo-version", default="4.7.5",
+                     help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; 6.1.0 works too)")
+    run.add_argument("--fcrepo-heap", default="2g", help="maximum JVM heap of that Fedora (default: 2g)")
     run.add_argument("--out", type=Path, default=None,
                      help="results directory (default: results/run-YYYYmmdd-HHMMSS)")
     run.add_argument("--retrievals", type=_positive_int, default=3,
@@ -122,6 +131,15 @@ def cmd_run(args) -> int:
                          f"--systems ({', '.join(args.systems)})")
     if args.interval <= 0:
         raise UsageError("lakebench run: error: --interval must be positive")
+    from lakebench.workload import Workload
+
+    try:
+        Workload(children=args.children, triples=args.triples, literal_length=args.literal_length,
+                 parent=args.parent)
+    except ValueError as exc:
+        raise UsageError(f"lakebench run: error: {exc}") from None
+    if "ldp" in args.systems and not args.system_url:
+        raise UsageError("lakebench run: error: the ldp system needs --system-url")
     out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
     try:
         check_writable(out)
@@ -134,6 +152,7 @@ def cmd_run(args) -> int:
         triples=args.triples,
         literal_length=args.literal_length,
         seed=args.seed,
+        parent=args.parent,
         repeat=args.repeat,
         reference=args.reference,
         out=out,
@@ -143,6 +162,11 @@ def cmd_run(args) -> int:
         keep_data=args.keep_data,
         progress=not args.quiet,
         command=" ".join(["lakebench", *sys.argv[1:]]),
+        options={
+            "system_url": args.system_url,
+            "fcrepo_version": args.fcrepo_version,
+            "fcrepo_heap": args.fcrepo_heap,
+        },
     )
     document = run(config)
     print()

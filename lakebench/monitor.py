@@ -73,7 +73,7 @@ class Monitor:
     any time by the runner; each sample records both as they were when taken.
     """
 
-    def __init__(self, pid: int, directory: str | os.PathLike | None = None, interval: float = 0.5):
+    def __init__(self, pid: int | None, directory: str | os.PathLike | None = None, interval: float = 0.5):
         self.pid = pid
         self.directory = directory
         self.interval = interval
@@ -85,8 +85,8 @@ class Monitor:
         self._processes: dict[int, psutil.Process] = {}
         self._t0 = time.monotonic()
 
-    def watch(self, pid: int, directory: str | os.PathLike | None = None) -> None:
-        """Switch to another process (a server the system started)."""
+    def watch(self, pid: int | None, directory: str | os.PathLike | None = None) -> None:
+        """Switch to another process (a server the system started), or to none."""
         self.pid = pid
         self.directory = directory
         self._processes.clear()
@@ -107,6 +107,8 @@ class Monitor:
 
     def _tree(self) -> list[psutil.Process]:
         """The process and its descendants, keeping Process objects so CPU % is per interval."""
+        if self.pid is None:
+            return []
         try:
             root = self._processes.get(self.pid) or psutil.Process(self.pid)
             current = [root] + root.children(recursive=True)
@@ -159,8 +161,10 @@ class Monitor:
         return max(values) if values else None
 
 
-def tree_cpu_seconds(pid: int) -> float:
+def tree_cpu_seconds(pid: int | None) -> float | None:
     """User + system CPU seconds used so far by a process and its live descendants."""
+    if pid is None:
+        return None
     try:
         root = psutil.Process(pid)
         procs = [root] + root.children(recursive=True)

@@ -43,6 +43,7 @@ class RunConfig:
     triples: int = 200
     literal_length: int = 64
     seed: int = 0
+    parent: str = "parent"
     repeat: int = 1
     reference: str | None = None
     out: Path = Path("results")
@@ -60,6 +61,7 @@ class RunConfig:
             triples=self.triples,
             literal_length=self.literal_length,
             seed=self.seed,
+            parent=self.parent,
         )
 
 
@@ -144,7 +146,9 @@ def worker(spec: dict, events: _Events) -> dict:
         t0 = time.perf_counter()
         retrieval = system.retrieve_parent()
         retrieval_times.append(time.perf_counter() - t0)
-    cpu_seconds = tree_cpu_seconds(pid) - cpu_start - (generate_cpu if in_process else 0.0)
+    cpu_end = tree_cpu_seconds(pid)
+    cpu_seconds = None if cpu_start is None or cpu_end is None else round(
+        cpu_end - cpu_start - (generate_cpu if in_process else 0.0), 3)
 
     record.update(results.latency_summary(latencies))
     record.update(
@@ -159,7 +163,7 @@ def worker(spec: dict, events: _Events) -> dict:
                 "containment_triples": count_containment(retrieval),
                 "bytes": len(retrieval.body),
             },
-            "cpu_seconds": round(cpu_seconds, 3),
+            "cpu_seconds": cpu_seconds,
             "triples_total": system.triples_total(),
         }
     )
@@ -219,6 +223,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tu
             "triples": w.triples,
             "literal_length": w.literal_length,
             "seed": w.seed,
+            "parent": w.parent,
         },
         "retrievals": config.retrievals,
         "tail_seconds": config.tail_seconds,
@@ -266,8 +271,9 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tu
     else:
         record["status"] = "ok"
         record["error"] = None
-        sampled_peak = monitor.peak("rss_bytes") or 0
-        record["peak_rss_bytes"] = max(sampled_peak, record.pop("worker_max_rss_bytes", 0))
+        # Unknown (None) when the system's process is not ours to watch.
+        peaks = [p for p in (monitor.peak("rss_bytes"), record.pop("worker_max_rss_bytes", None)) if p]
+        record["peak_rss_bytes"] = max(peaks) if peaks else None
         record["peak_rss_anon_bytes"] = monitor.peak("rss_anon_bytes")
         record["peak_vms_bytes"] = monitor.peak("vms_bytes")
     record["samples"] = monitor.samples
@@ -302,7 +308,7 @@ def run(config: RunConfig, log=print) -> dict:
     if not config.keep_data:
         shutil.rmtree(data_root, ignore_errors=True)
     entries = [results.aggregate(name, runs[name]) for name in config.systems]
-    reference = config.reference or config.systems[0]
+    reference = config.reference or ("fcrepo" if "fcrepo" in config.systems else config.systems[0])
     results.compare_with_reference(entries, reference)
     document = {
         "schema": results.SCHEMA_VERSION,

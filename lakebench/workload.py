@@ -37,6 +37,7 @@ True
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator, Sequence
@@ -53,6 +54,7 @@ DEFAULT_BASE = "http://localhost/lakebench/"
 DEFAULT_PARENT = "parent"
 EXTERNAL_OBJECTS = 5
 RECENT_CHILDREN = 4
+_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 def _alphabet() -> str:
@@ -188,6 +190,8 @@ class Workload:
             raise ValueError(f"children must be positive, got {self.children}")
         if self.triples < 4:
             raise ValueError(f"triples per child must be at least 4, got {self.triples}")
+        if not _SEGMENT.fullmatch(self.parent):
+            raise ValueError(f"parent must be one path segment of letters, digits, '.', '_' or '-', got {self.parent!r}")
         if self.literal_length < 1:
             raise ValueError(f"literal length must be positive, got {self.literal_length}")
 

@@ -11,6 +11,8 @@ from importlib import import_module
 SYSTEMS: dict[str, str] = {
     "memory": "lakebench.systems.memory:MemorySystem",
     "oxigraph": "lakebench.systems.oxigraph:OxigraphSystem",
+    "fcrepo": "lakebench.systems.fcrepo:FcrepoSystem",
+    "ldp": "lakebench.systems.ldp:LdpSystem",
 }
 
 

@@ -1,0 +1,43 @@
+"""The reference: a real Fedora Commons repository over LDP.
+
+lakebench downloads Fedora (4.7.5 by default, ModeShape) and Jetty from
+Maven Central, starts the JVM on a free loopback port with every file under
+the run's data directory (``lakebench.fcrepo``), drives it with the generic
+LDP client, watches the JVM and the repository's home directory, and stops
+it afterwards.  Given ``--system-url`` it uses that running Fedora instead;
+memory and disk are then unknown.
+"""
+from __future__ import annotations
+
+from lakebench import fcrepo
+from lakebench.systems.ldp import LdpSystem
+
+
+class FcrepoSystem(LdpSystem):
+    name = "fcrepo"
+    # Fedora's own persistence settings decide; lakebench does not change them.
+    durability = "server-default"
+
+    def start_server(self) -> str:
+        self.fedora = None
+        if self.options.get("system_url"):
+            return self.options["system_url"]
+        self.fedora = fcrepo.start(
+            version=self.options.get("fcrepo_version", fcrepo.DEFAULT_VERSION),
+            data_dir=self.data_dir / "fcrepo",
+            heap=self.options.get("fcrepo_heap", "2g"),
+        )
+        return self.fedora.base_url
+
+    def setup(self) -> None:
+        super().setup()
+        if self.fedora is not None:
+            self.server_pid = self.fedora.pid
+
+    def disk_path(self):
+        return self.fedora.home if self.fedora is not None else None
+
+    def close(self) -> None:
+        super().close()
+        if self.fedora is not None:
+            self.fedora.stop()

@@ -1,0 +1,91 @@
+"""A plain Linked Data Platform client: any LDP server at a base URL.
+
+The parent is a container created with ``PUT {base}{parent}``; each child is
+``PUT {base}{parent}/{slug}`` with the child's Turtle (``<>`` subject,
+relative IRIs), as a repository client sends it; the parent is read with
+``GET`` and ``Accept: text/turtle``.  Requests go through one pooled
+keep-alive connection (urllib3), so connection set-up is not measured.
+
+``ldp`` itself talks to a server someone else runs (``--system-url``): its
+process and disk are not ours to watch, so they are reported as unknown.
+Subclasses (``fcrepo``, ``lmdb-http``) start their own server and say which
+process and directory to watch.
+"""
+from __future__ import annotations
+
+import urllib3
+
+from lakebench.systems.base import Retrieval, System, SystemFailure
+from lakebench.workload import Child
+
+TURTLE = "text/turtle"
+
+
+class LdpSystem(System):
+    name = "ldp"
+    durability = "unknown"  # whatever the server does; not ours to know
+    transport = "http"
+
+    def start_server(self) -> str:
+        """Start the server if this system owns one; return the base URL (ends with /)."""
+        url = self.options.get("system_url")
+        if not url:
+            raise SystemFailure("the ldp system needs --system-url (base URL of an LDP server)")
+        return url
+
+    def setup(self) -> None:
+        self.server_pid: int | None = None
+        base = self.start_server()
+        self.base = base if base.endswith("/") else base + "/"
+        self.http = urllib3.PoolManager(
+            num_pools=1,
+            maxsize=1,
+            retries=False,  # a failed request is a result, never silently repeated
+            timeout=urllib3.Timeout(connect=10.0, read=600.0),
+        )
+        self.parent_url = self.base + self.workload.parent
+        existing = self._request("HEAD", self.parent_url)
+        if existing.status != 404:
+            raise SystemFailure(
+                f"{self.parent_url} already exists (HTTP {existing.status}): "
+                "choose another parent name with --parent"
+            )
+        self._expect(self._request("PUT", self.parent_url, body=b"", headers={"Content-Type": TURTLE}),
+                     "PUT", self.parent_url, (200, 201, 204))
+
+    def _request(self, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
+        try:
+            return self.http.request(method, url, **kwargs)
+        except urllib3.exceptions.HTTPError as exc:
+            raise SystemFailure(f"{method} {url}: {exc}") from exc
+
+    @staticmethod
+    def _expect(response, method: str, url: str, statuses: tuple[int, ...]) -> None:
+        if response.status not in statuses:
+            detail = response.data[:300].decode("utf-8", "replace").strip()
+            raise SystemFailure(f"{method} {url}: HTTP {response.status} {detail}")
+
+    def create_child(self, child: Child) -> None:
+        url = f"{self.base}{child.path}"
+        response = self._request("PUT", url, body=child.turtle, headers={"Content-Type": TURTLE})
+        self._expect(response, "PUT", url, (200, 201, 204))
+
+    def retrieve_parent(self) -> Retrieval:
+        response = self._request("GET", self.parent_url, headers={"Accept": TURTLE})
+        self._expect(response, "GET", self.parent_url, (200,))
+        return Retrieval(
+            body=response.data,
+            parent_uri=self.parent_url,
+            content_type=response.headers.get("Content-Type", TURTLE),
+        )
+
+    def pid(self) -> int | None:
+        return self.server_pid
+
+    def disk_path(self):
+        return None
+
+    def close(self) -> None:
+        http = getattr(self, "http", None)
+        if http is not None:
+            http.clear()

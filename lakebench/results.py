@@ -221,6 +221,7 @@ def summary_rows(document: dict) -> list[list[str]]:
         "disk", "B/triple", "% ref", "triples",
     ]
     rows = [header]
+    triples_per_child = document.get("workload", {}).get("triples_per_child", 0)
     for s in document["systems"]:
         if s["status"] != "ok":
             rows.append([s["name"], s.get("durability") or "-", "FAILED: " + (s.get("error") or "?")[:60]]
@@ -231,6 +232,9 @@ def summary_rows(document: dict) -> list[list[str]]:
         per = s["per_resource_ms"]
         disk = s.get("disk_bytes")
         triples = s.get("triples_total")
+        # Bytes per triple of the data set sent: the same divisor for every
+        # system (a server may store triples of its own on top).
+        sent = s["children"] * triples_per_child
         rows.append([
             s["name"],
             s.get("durability") or "-",
@@ -245,7 +249,7 @@ def summary_rows(document: dict) -> list[list[str]]:
             _fmt_bytes(s.get("peak_rss_bytes")),
             pct("peak_rss_bytes"),
             _fmt_bytes(disk),
-            f"{disk / triples:.0f}" if disk and triples else "-",
+            f"{disk / sent:.0f}" if disk and sent else "-",
             pct("disk_bytes"),
             f"{triples:,}" if triples is not None else "-",
         ])

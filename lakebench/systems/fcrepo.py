@@ -17,13 +17,14 @@ class FcrepoSystem(LdpSystem):
     name = "fcrepo"
     # Fedora's own persistence settings decide; lakebench does not change them.
     durability = "server-default"
+    version = fcrepo.DEFAULT_VERSION
 
     def start_server(self) -> str:
         self.fedora = None
         if self.options.get("system_url"):
             return self.options["system_url"]
         self.fedora = fcrepo.start(
-            version=self.options.get("fcrepo_version", fcrepo.DEFAULT_VERSION),
+            version=self.options.get("fcrepo_version") or self.version,
             data_dir=self.data_dir / "fcrepo",
             heap=self.options.get("fcrepo_heap", "2g"),
         )
@@ -41,3 +42,10 @@ class FcrepoSystem(LdpSystem):
         super().close()
         if self.fedora is not None:
             self.fedora.stop()
+
+
+class Fcrepo6System(FcrepoSystem):
+    """Fedora 6.1.0, the current OCFL-based line, as a second reference."""
+
+    name = "fcrepo6"
+    version = "6.1.0"

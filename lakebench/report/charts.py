@@ -1,0 +1,359 @@
+"""The report's charts: one function each, in a registry.
+
+Adding a chart is one function and one line::
+
+    @chart("cpu_time", "CPU time")
+    def cpu_time(data: ReportData):
+        fig = new_figure(8, 4)
+        ...
+        return fig, "What the chart shows, for its caption."
+
+A chart function gets the :class:`~lakebench.report.data.ReportData` and
+returns ``(figure, caption)``, or ``None`` when the results hold nothing it
+could plot (no disk sizes, no sweep): the report then leaves it out.
+Figures are plain :class:`matplotlib.figure.Figure` objects rendered by the
+Agg/SVG canvases: no pyplot, no display, no global state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from lakebench.report import fmt
+from lakebench.report.data import ReportData, number, std_of
+from lakebench.results import get_path
+
+FORMATS = ("svg", "png")
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str  # file name stem
+    title: str  # heading in the report
+    draw: Callable[[ReportData], "tuple[object, str] | None"]
+
+
+#: Every chart, in the order the report shows them.
+CHARTS: list[Chart] = []
+
+
+def chart(name: str, title: str):
+    """Register the decorated function as a chart of the report."""
+    def register(draw):
+        CHARTS.append(Chart(name, title, draw))
+        return draw
+    return register
+
+
+def new_figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def render(data: ReportData, out: Path, image_format: str = "svg", charts=None) -> list[tuple[Chart, Path, str]]:
+    """Draw every chart that has data into ``out``; returns (chart, file, caption)."""
+    import matplotlib
+
+    if image_format not in FORMATS:
+        raise ValueError(f"image format must be one of {FORMATS}, got {image_format!r}")
+    made = []
+    style = {
+        "svg.hashsalt": "lakebench",  # stable element ids: regenerated files diff cleanly
+        "font.size": 10,
+        "axes.titlesize": 10,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    }
+    with matplotlib.rc_context(style):
+        for c in CHARTS if charts is None else charts:
+            for stale in FORMATS:  # a chart no longer drawn (or drawn in the other format) goes
+                (out / f"{c.name}.{stale}").unlink(missing_ok=True)
+            drawn = c.draw(data)
+            if drawn is None:
+                continue
+            fig, caption = drawn
+            path = out / f"{c.name}.{image_format}"
+            metadata = {"Date": None} if image_format == "svg" else {"Software": None}
+            fig.savefig(path, format=image_format, dpi=120, metadata=metadata)
+            made.append((c, path, caption))
+    return made
+
+
+# -- helpers ---------------------------------------------------------------
+
+PHASE_COLORS = {
+    "start": "#eeeeee",
+    "setup": "#eeeeee",
+    "ingest": "#dbe9f6",
+    "retrieve": "#fde0c5",
+    "tail": "#d9f0d3",
+    "close": "#e7d4e8",
+}
+
+
+def moving_stats(runs: list[list[float]], window: int, points: int = 400):
+    """Moving median and 95th percentile over ``window`` children, all runs pooled.
+
+    Returns (centres, medians, p95s), at most ``points`` of each.
+    """
+    import numpy as np
+
+    n = max(len(r) for r in runs)
+    values = np.full((len(runs), n), np.nan)
+    for i, r in enumerate(runs):
+        values[i, : len(r)] = r
+    half = window // 2
+    step = max(1, n // points)
+    centres = np.arange(0, n, step)
+    if centres[-1] != n - 1:
+        centres = np.append(centres, n - 1)
+    med, p95 = [], []
+    for c in centres:
+        block = values[:, max(0, c - half): min(n, c + half + 1)]
+        block = block[~np.isnan(block)]
+        med.append(np.median(block))
+        p95.append(np.percentile(block, 95))
+    return centres, np.array(med), np.array(p95)
+
+
+def phase_spans(samples: list[dict]) -> list[tuple[str, float, float]]:
+    """(phase, start, end) of each stretch of samples in the same phase."""
+    spans: list[list] = []
+    for s in samples:
+        phase, t = s.get("phase") or "?", s.get("t")
+        if t is None:
+            continue
+        if spans and spans[-1][0] == phase:
+            spans[-1][2] = t
+        else:
+            if spans:
+                spans[-1][2] = t  # a phase lasts until the next one starts
+            spans.append([phase, t, t])
+    return [tuple(s) for s in spans]
+
+
+def _shade_phases(ax, samples: list[dict]) -> None:
+    for phase, start, end in phase_spans(samples):
+        if end > start:
+            ax.axvspan(start, end, color=PHASE_COLORS.get(phase, "#f4f4f4"), lw=0, zorder=0)
+
+
+def _log_scale(ax, which: str = "y") -> None:
+    """Log scale labelled 1, 2, 5, 10, 20, 50 ... in plain numbers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _series(samples: list[dict], key: str, scale: float = 1.0):
+    pairs = [(s["t"], s[key] * scale) for s in samples if s.get("t") is not None and number(s.get(key)) is not None]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+# -- the charts ------------------------------------------------------------
+
+@chart("latency", "Time per child against children created")
+def latency(data: ReportData):
+    entries = [e for e in data.systems if data.latency_runs(e)]
+    if not entries:
+        return None
+    import numpy as np
+
+    window = data.latency_window()
+    fig = new_figure(8, 4.8)
+    ax = fig.add_subplot()
+    for e in entries:
+        runs = data.latency_runs(e)
+        color = data.color(e)
+        for r in runs:
+            ax.scatter(np.arange(len(r)), np.asarray(r) * 1000, s=5, color=color, alpha=0.3,
+                       linewidths=0, rasterized=True, zorder=1)
+        centres, med, p95 = moving_stats(runs, window)
+        growth = number(get_path(e, "growth.ratio"))
+        typical = data.median_growth(e)
+        notes = ([f"mean {fmt.ratio(growth)}"] if growth is not None else []) + (
+            [f"median {fmt.ratio(typical[2])}"] if typical else [])
+        note = f" (last/first 10%: {', '.join(notes)})" if notes else ""
+        ax.plot(centres, med * 1000, color=color, lw=2, label=f"{data.label(e)} median{note}", zorder=3)
+        ax.plot(centres, p95 * 1000, color=color, lw=1, ls="--", label=f"{data.label(e)} p95", zorder=3)
+    _log_scale(ax, "y")
+    ax.set_xlim(left=0)
+    ax.set_xlabel("child index (siblings already in the container)")
+    ax.set_ylabel("time to create the child (ms, log scale)")
+    ax.grid(True, which="major", alpha=0.4)
+    ax.grid(True, which="minor", alpha=0.15)
+    ax.legend(fontsize="small", loc="upper left")
+    pooled = " (all runs pooled)" if data.repeat > 1 else ""
+    caption = (
+        "Each dot is one ``create_child`` call; the solid line is the moving median and the "
+        f"dashed line the moving 95th percentile over {window} consecutive children{pooled}. "
+        "A flat line means a child costs the same however many siblings it has (O(1)); a line "
+        "that rises with the index means each child costs more as the container fills (O(n))."
+    )
+    return fig, caption
+
+
+@chart("resources", "Memory and CPU over time")
+def resources(data: ReportData):
+    entries = [e for e in data.systems if data.sample_runs(e)]
+    if not entries:
+        return None
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fig = new_figure(8, 1.0 + 2.6 * len(entries))
+    axes = fig.subplots(len(entries), 2, squeeze=False, sharey="col")
+    seen_phases: list[str] = []
+    for row, e in enumerate(entries):
+        runs = data.sample_runs(e)
+        mem_ax, cpu_ax = axes[row]
+        for ax in (mem_ax, cpu_ax):
+            _shade_phases(ax, runs[0])
+            ax.grid(True, alpha=0.3)
+        for phase, _, _ in phase_spans(runs[0]):
+            if phase not in seen_phases:
+                seen_phases.append(phase)
+        color = data.color(e)
+        for i, samples in enumerate(runs):
+            alpha, lw = (1.0, 1.6) if i == 0 else (0.3, 1.0)
+            t, rss = _series(samples, "rss_bytes", 1e-6)
+            mem_ax.plot(t, rss, color=color, lw=lw, alpha=alpha)
+            t, anon = _series(samples, "rss_anon_bytes", 1e-6)
+            mem_ax.plot(t, anon, color=color, lw=lw, alpha=alpha, ls=":")
+            t, cpu = _series(samples, "cpu_percent")
+            cpu_ax.plot(t, cpu, color=color, lw=lw * 0.8, alpha=alpha)
+        failed = "" if e.get("status") == "ok" else ", failed"
+        peak = number(e.get("peak_rss_bytes"))
+        peak_note = f": peak RSS {fmt.size(peak)}" if peak is not None else ""
+        mem_ax.set_title(f"{data.label(e)}{failed}{peak_note}", loc="left")
+        cpu_ax.set_title("CPU", loc="left")
+        mem_ax.set_ylabel("MB")
+        cpu_ax.set_ylabel("CPU %")
+    for ax in axes.flat:  # after every row is drawn: the rows share their limits
+        ax.set_ylim(bottom=0)
+    for ax in axes[-1]:
+        ax.set_xlabel("seconds since the system's process started")
+    handles = [Line2D([], [], color="#444", lw=1.6, label="RSS"),
+               Line2D([], [], color="#444", lw=1.6, ls=":", label="private RSS (RssAnon)")]
+    handles += [Patch(color=PHASE_COLORS.get(p, "#f4f4f4"), label=p) for p in seen_phases]
+    fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize="small", frameon=False)
+    caption = (
+        "Resident memory (solid), private resident memory (dotted: file-backed pages of "
+        "memory-mapped stores excluded) and CPU % (100% = one core) of each system's process "
+        "tree, sampled every "
+        f"{get_path(data.document, 'settings.sample_interval_seconds') or '?'} s. The shading "
+        "marks the phases: set-up, ingest, parent retrieval, the idle tail after the load, close."
+    )
+    if any(len(data.sample_runs(e)) > 1 for e in entries):
+        caption += " The first run is drawn solid, the others faint."
+    return fig, caption
+
+
+@chart("disk", "On-disk size against children created")
+def disk(data: ReportData):
+    entries = [e for e in data.systems if any(
+        number(s.get("disk_bytes")) for run in data.sample_runs(e) for s in run)
+        or number(e.get("disk_bytes"))]
+    if not entries:
+        return None
+    fig = new_figure(8, 4.2)
+    ax = fig.add_subplot()
+    for e in entries:
+        color = data.color(e)
+        for i, samples in enumerate(data.sample_runs(e)):
+            alpha = 1.0 if i == 0 else 0.3
+            loading = [s for s in samples if s.get("phase") in ("start", "setup", "ingest")
+                       and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
+            after = [s for s in samples if s.get("phase") not in ("start", "setup", "ingest")
+                     and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
+            ax.plot([s["children"] for s in loading], [s["disk_bytes"] / 1e6 for s in loading],
+                    color=color, alpha=alpha, lw=1.6, marker=".", ms=3,
+                    label=f"{data.label(e)} during ingest" if i == 0 else None)
+            ax.plot([s["children"] for s in after], [s["disk_bytes"] / 1e6 for s in after],
+                    color=color, alpha=alpha, ls="none", marker="x", ms=5,
+                    label=f"{data.label(e)} after ingest (retrieve, tail, close)" if i == 0 else None)
+        final = number(e.get("disk_bytes"))
+        if final is not None and e.get("children") is not None:
+            ax.plot([e["children"]], [final / 1e6], color=color, marker="*", ms=14, ls="none",
+                    markeredgecolor="black", label=f"{data.label(e)} closed: {fmt.size(final)}")
+    ax.set_xlabel("children created")
+    ax.set_ylabel("bytes allocated under the data directory (MB)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    missing = [data.label(e) for e in data.ok if e not in entries]
+    note = f" Not shown, as they keep nothing on disk: {', '.join(missing)}." if missing else ""
+    caption = (
+        "Disk usage of each on-disk system as the children arrive (dots, from the monitor's "
+        "samples; the count is updated every 50 children), while it idles after the load "
+        "(crosses: background flushes and compactions show as growth at the final count), "
+        f"and after it closed (star: the figure in the table).{note}"
+    )
+    return fig, caption
+
+
+@chart("parent", "Parent retrieval time")
+def parent(data: ReportData):
+    entries = [e for e in data.ok if number(get_path(e, "parent.seconds")) is not None]
+    if not entries:
+        return None
+    fig = new_figure(max(4.5, 1.6 + 1.3 * len(entries)), 4.2)
+    ax = fig.add_subplot()
+    ref = data.reference
+    ref_seconds = number(get_path(ref, "parent.seconds")) if ref else None
+    for x, e in enumerate(entries):
+        value = e["parent"]["seconds"] * 1000
+        std = std_of(e, "parent.seconds")
+        ax.bar(x, value, width=0.6, color=data.color(e), alpha=0.85,
+               yerr=None if std is None else std * 1000, capsize=4, zorder=2)
+        dots = [t * 1000 for run in e.get("runs") or [] for t in (get_path(run, "parent.all_seconds") or [])]
+        if dots:
+            offsets = [(i / max(1, len(dots) - 1) - 0.5) * 0.35 for i in range(len(dots))]
+            ax.plot([x + o for o in offsets], dots, ls="none", marker="o", ms=3.5, color="black",
+                    alpha=0.6, zorder=3)
+        pct = f"\n{100 * e['parent']['seconds'] / ref_seconds:.0f}% of ref." if ref_seconds else ""
+        ax.annotate(f"{fmt.seconds(e['parent']['seconds'])}{pct}", (x, max([value, *dots])),
+                    xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize="small")
+    ax.set_xticks(range(len(entries)), [
+        f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
+    ax.set_ylabel("GET parent (ms)")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
+    ax.grid(True, axis="y", alpha=0.3)
+    retrievals = get_path(data.document, "settings.retrievals") or "several"
+    spread = ", error bar: standard deviation over the runs" if data.repeat > 1 else ""
+    caption = (
+        f"Time to retrieve the parent with all its containment triples: the bar is the median of "
+        f"{retrievals} retrievals{spread}; each dot is one retrieval."
+    )
+    return fig, caption
+
+
+@chart("sweep", "Scaling with the number of children")
+def sweep(data: ReportData):
+    sizes = data.sweep()
+    if not sizes:
+        return None  # one size per system: nothing to plot against
+    fig = new_figure(8, 3.8)
+    get_ax, put_ax = fig.subplots(1, 2)
+    for name, entries in sizes.items():
+        color = data.color(entries[0])
+        xs = [e["children"] for e in entries]
+        get_ax.plot(xs, [e["parent"]["seconds"] * 1000 for e in entries], color=color, marker="o", label=name)
+        put_ax.plot(xs, [e["per_resource_ms"]["mean"] for e in entries], color=color, marker="o", label=name)
+    for ax, label in ((get_ax, "GET parent (ms)"), (put_ax, "mean time per child (ms)")):
+        _log_scale(ax, "x")
+        _log_scale(ax, "y")
+        ax.set_xlabel("children in the container")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    caption = ("Parent retrieval time and mean time per child against the container's size, "
+               "log-log: a slope of 1 is linear growth, 0 is constant.")
+    return fig, caption

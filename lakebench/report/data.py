@@ -1,0 +1,171 @@
+"""What a report reads: one results directory, and optional pytest-benchmark files.
+
+The report never re-measures: every figure, table cell and sentence comes
+from ``results.json`` and ``latencies.csv`` as :mod:`lakebench.results`
+wrote them (see docs/results.rst), read through :class:`ReportData`.
+
+Any metric may be missing (``None``): a failed system has none, a remote
+system may have no memory figures, an in-memory one no disk size.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lakebench import results
+from lakebench.results import get_path
+
+#: Colours of the systems, in the order they first appear (matplotlib's tab10).
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+class ReportError(Exception):
+    """A results directory or benchmark file that cannot be read (one line for the user)."""
+
+
+@dataclass
+class ReportData:
+    results_dir: Path
+    document: dict
+    #: (system, run) -> seconds of each create_child call, in order.
+    latencies: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    #: (path, pytest-benchmark document) for each ``--benchmarks`` file.
+    benchmarks: list[tuple[Path, dict]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, results_dir: Path, benchmark_files=()) -> "ReportData":
+        results_dir = Path(results_dir)
+        try:
+            document = results.load(results_dir)
+        except FileNotFoundError:
+            raise ReportError(f"no results.json in {results_dir}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ReportError(f"{results_dir / 'results.json'} is not valid JSON: {exc}") from None
+        if not isinstance(document, dict) or not isinstance(document.get("systems"), list):
+            raise ReportError(f"{results_dir / 'results.json'} has no 'systems' list: not a lakebench result")
+        try:
+            latencies = results.load_latencies(results_dir)
+        except FileNotFoundError:
+            latencies = {}  # the table and most charts still work without it
+        benchmarks = [(Path(p), load_benchmarks(Path(p))) for p in benchmark_files]
+        return cls(results_dir, document, latencies, benchmarks)
+
+    # -- the systems -------------------------------------------------------
+
+    @property
+    def systems(self) -> list[dict]:
+        return self.document.get("systems", [])
+
+    @property
+    def ok(self) -> list[dict]:
+        """Entries whose every run succeeded: the only ones compared."""
+        return [s for s in self.systems if s.get("status") == "ok"]
+
+    @property
+    def failed(self) -> list[dict]:
+        return [s for s in self.systems if s.get("status") != "ok"]
+
+    @property
+    def reference(self) -> dict | None:
+        name = self.document.get("reference")
+        return next((s for s in self.ok if s["name"] == name), None)
+
+    def label(self, entry: dict) -> str:
+        """The system's name, with its size when a sweep holds it more than once."""
+        same = [s for s in self.systems if s["name"] == entry["name"]]
+        if len(same) > 1 and entry.get("children") is not None:
+            return f"{entry['name']} ({entry['children']:,})"
+        return entry["name"]
+
+    def color(self, entry: dict) -> str:
+        names = list(dict.fromkeys(s["name"] for s in self.systems))
+        return PALETTE[names.index(entry["name"]) % len(PALETTE)]
+
+    def latency_runs(self, entry: dict) -> list[list[float]]:
+        """Per-child seconds of each run of ``entry`` that has them.
+
+        latencies.csv is keyed by (system, run); when a sweep holds a system
+        more than once, a series belongs to the entry of its length.
+        """
+        runs = []
+        for run in range(int(entry.get("repeat") or 1)):
+            series = self.latencies.get((entry["name"], run))
+            if not series:
+                continue
+            if self.label(entry) != entry["name"] and len(series) != entry.get("children"):
+                continue
+            runs.append(series)
+        return runs
+
+    def median_growth(self, entry: dict) -> tuple[float, float, float] | None:
+        """Median ms per child of the first and last 10% of children, and their ratio.
+
+        The results' ``growth`` compares means, which a few long pauses can
+        move; the medians show the typical child.  All runs are pooled.
+        """
+        first: list[float] = []
+        last: list[float] = []
+        for series in self.latency_runs(entry):
+            tenth = max(1, len(series) // 10)
+            first += series[:tenth]
+            last += series[-tenth:]
+        if not first or not last:
+            return None
+        a, b = statistics.median(first) * 1000, statistics.median(last) * 1000
+        return a, b, (b / a if a else math.nan)
+
+    def sample_runs(self, entry: dict) -> list[list[dict]]:
+        """The monitor's series of each run (possibly empty lists)."""
+        return [run for run in entry.get("samples") or [] if run]
+
+    def sweep(self) -> dict[str, list[dict]]:
+        """Systems measured at several sizes: name -> ok entries by children."""
+        by_name: dict[str, dict[int, dict]] = {}
+        for s in self.ok:
+            if s.get("children") is not None:
+                by_name.setdefault(s["name"], {})[s["children"]] = s
+        return {name: [sizes[n] for n in sorted(sizes)] for name, sizes in by_name.items() if len(sizes) > 1}
+
+    # -- settings ----------------------------------------------------------
+
+    @property
+    def repeat(self) -> int:
+        return int(get_path(self.document, "settings.repeat") or 1)
+
+    @property
+    def children(self) -> int | None:
+        return get_path(self.document, "workload.children")
+
+    def latency_window(self) -> int:
+        """Moving window of the latency chart: 5% of the children, 5 to 200."""
+        longest = max((len(r) for e in self.systems for r in self.latency_runs(e)), default=0)
+        return max(5, min(200, longest // 20))
+
+
+def load_benchmarks(path: Path) -> dict:
+    """Read a ``pytest --benchmark-json`` file."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"no such benchmark file: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
+        raise ReportError(f"{path} has no 'benchmarks' list: not a pytest-benchmark JSON file")
+    return document
+
+
+def std_of(entry: dict, path: str) -> float | None:
+    """Sample standard deviation over the runs of metric ``path``, when repeated."""
+    return (entry.get("std") or {}).get(path)
+
+
+def number(value) -> float | None:
+    """``value`` as a float, or None when absent or not finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None

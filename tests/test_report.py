@@ -1,0 +1,256 @@
+"""lakebench report: pages, figures, failed systems, sweeps, benchmarks, the Sphinx build."""
+from __future__ import annotations
+
+import argparse
+import copy
+import doctest
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from lakebench import report, results  # noqa: E402
+from lakebench.report import charts, fmt, pages  # noqa: E402
+from lakebench.report.data import ReportData  # noqa: E402
+from lakebench.runner import RunConfig, run  # noqa: E402
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory) -> Path:
+    """A real, small results directory: memory and oxigraph, 20 children."""
+    out = tmp_path_factory.mktemp("results")
+    config = RunConfig(systems=["memory", "oxigraph"], children=20, seed=3, out=out, reference="oxigraph",
+                       tail_seconds=0.2, interval=0.1, progress=False,
+                       command="lakebench run --systems memory,oxigraph --children 20")
+    run(config, log=lambda *_: None)
+    return out
+
+
+def _copy_results(src: Path, dst: Path, edit=None) -> Path:
+    """A copy of a results directory, its document changed by ``edit``."""
+    dst.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src / "latencies.csv", dst / "latencies.csv")
+    document = results.load(src)
+    if edit:
+        edit(document)
+    (dst / "results.json").write_text(json.dumps(document), encoding="utf-8")
+    return dst
+
+
+def _failed_entry(name="broken", error="RuntimeError: boom *not emphasis* `x` ``y``"):
+    return results.aggregate(name, [{"system": name, "run": 0, "status": "failed", "error": error,
+                                     "durability": "durable", "transport": "http", "samples": []}])
+
+
+def _assert_image(path: Path) -> None:
+    assert path.is_file(), path
+    data = path.read_bytes()
+    assert len(data) > 2000, f"{path} is nearly empty"
+    if path.suffix == ".png":
+        assert data.startswith(PNG_MAGIC)
+    else:
+        assert b"<svg" in data[:2000]
+
+
+@pytest.fixture(scope="module")
+def built(results_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    index = report.build_report(results_dir, out, image_format="png")
+    return out, index.read_text(encoding="utf-8")
+
+
+def test_page_holds_the_table_rows(built, results_dir):
+    _, text = built
+    document = results.load(results_dir)
+    time_rows, space_rows = pages.results_rows(ReportData.load(results_dir))
+    assert [row[0] for row in time_rows[1:]] == ["memory", "oxigraph (ref.)"]
+    for row in time_rows + space_rows:
+        for cell in row:
+            for line in cell.split("\n"):
+                assert line in text, line
+    by_name = {s["name"]: s for s in document["systems"]}
+    oxigraph = by_name["oxigraph"]
+    assert fmt.nobreak(fmt.seconds(oxigraph["ingest_seconds"])) in text
+    assert fmt.nobreak(fmt.millis(oxigraph["per_resource_ms"]["mean"])) in text
+    assert fmt.nobreak(fmt.size(oxigraph["disk_bytes"])) in text
+    assert "100%" in text
+    assert "4,020" in text  # triples: 20 x 200 + 20 containment triples
+
+
+def test_page_sections_and_command(built):
+    _, text = built
+    for heading in ("How these results were made", "Environment", "Data set", "Results", "Charts",
+                    "Conclusions"):
+        assert f"\n{heading}\n---" in text
+    assert "$ lakebench run --systems memory,oxigraph --children 20" in text
+    assert ":doc:`/workload`" in text
+    assert "Cache: warm" in text
+    assert "in-process" in text and "nosync" in text and "volatile" in text
+    assert "Micro-benchmarks" not in text  # none given
+
+
+def test_figures_exist_and_are_images(built):
+    out, text = built
+    for name in ("latency", "resources", "disk", "parent"):
+        _assert_image(out / f"{name}.png")
+        assert f".. figure:: {name}.png" in text
+    assert not (out / "sweep.png").exists()  # one size per system: no sweep chart
+
+
+def test_svg_figures(results_dir, tmp_path):
+    report.build_report(results_dir, tmp_path, image_format="svg")
+    for name in ("latency", "resources", "disk", "parent"):
+        _assert_image(tmp_path / f"{name}.svg")
+
+
+def test_conclusions_from_the_numbers(built, results_dir):
+    _, text = built
+    conclusions = text.split("\nConclusions\n")[1]
+    document = results.load(results_dir)
+    fastest = min(document["systems"], key=lambda s: s["ingest_seconds"])
+    assert f"**Ingest**: {fastest['name']} created 20 children fastest" in conclusions
+    assert "**Growth, oxigraph**: its per-child time" in conclusions
+    assert "Warm cache" in conclusions
+    assert "A single run per system" in conclusions
+    assert "only oxigraph stores on disk" in conclusions
+
+
+def test_failed_system_still_renders(results_dir, tmp_path):
+    def add_failure(document):
+        document["systems"].append(_failed_entry())
+        results.compare_with_reference(document["systems"], document["reference"])
+
+    src = _copy_results(results_dir, tmp_path / "results", add_failure)
+    index = report.build_report(src, tmp_path / "out", image_format="png")
+    text = index.read_text(encoding="utf-8")
+    table = text.split(".. list-table:: Time\n")[1]
+    row = table.split("   * - broken\n")[1].split("   * -")[0]
+    assert "**failed**: ``RuntimeError`` (below)" in row
+    assert r"- broken: :literal:`RuntimeError: boom *not emphasis* \`x\` \`\`y\`\``" in text
+    assert "**broken failed**" in text  # in the conclusions
+    assert "durable" in text and "http" in text
+    _assert_image(tmp_path / "out" / "latency.png")
+
+
+def test_nothing_succeeded_still_renders(tmp_path, results_dir):
+    def only_failures(document):
+        document["systems"] = [_failed_entry("a"), _failed_entry("b", "TimeoutError")]
+        document["reference"] = "a"
+
+    src = _copy_results(results_dir, tmp_path / "results", only_failures)
+    (src / "latencies.csv").unlink()  # also works without per-child latencies
+    text = report.build_report(src, tmp_path / "out").read_text(encoding="utf-8")
+    assert "No system completed its runs" in text
+    assert "``TimeoutError``" in text
+    assert not list((tmp_path / "out").glob("*.svg"))
+
+
+def test_sweep_is_plotted(results_dir, tmp_path):
+    def as_sweep(document):
+        bigger = []
+        for entry in document["systems"]:
+            e = copy.deepcopy(entry)
+            e["children"] *= 10
+            e["parent"]["seconds"] *= 8
+            bigger.append(e)
+        document["systems"] += bigger
+
+    src = _copy_results(results_dir, tmp_path / "results", as_sweep)
+    text = report.build_report(src, tmp_path / "out", image_format="png").read_text(encoding="utf-8")
+    _assert_image(tmp_path / "out" / "sweep.png")
+    assert "memory (200)" in text  # rows told apart by their size
+
+
+def test_benchmarks_table(results_dir, tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"version": "5.1.0", "datetime": "2026-01-01T00:00:00", "benchmarks": [
+        {"group": "parse", "name": "test_turtle", "stats": {"mean": 0.0021, "stddev": 0.0002,
+                                                            "median": 0.002, "rounds": 120}},
+        {"group": None, "name": "test_plain", "stats": {"mean": 3e-6, "stddev": 1e-7,
+                                                        "median": 3e-6, "rounds": 5000}},
+    ]}))
+    text = report.build_report(results_dir, tmp_path / "out", benchmarks=[bench]).read_text("utf-8")
+    section = text.split("\nMicro-benchmarks\n")[1]
+    for cell in ("parse", "``test_turtle``", "2.10 ms", "200 µs", "120", "(none)", "3.00 µs", "5,000"):
+        assert f"- {cell}\n" in section, cell
+
+
+def test_a_chart_is_one_function(results_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(charts, "CHARTS", list(charts.CHARTS))
+
+    @charts.chart("cpu_time", "CPU time")
+    def cpu_time(data):
+        fig = charts.new_figure(4, 3)
+        fig.add_subplot().bar([e["name"] for e in data.ok], [e["cpu_seconds"] or 0 for e in data.ok])
+        return fig, "CPU time of each system."
+
+    text = report.build_report(results_dir, tmp_path, image_format="png").read_text("utf-8")
+    _assert_image(tmp_path / "cpu_time.png")
+    assert ".. figure:: cpu_time.png" in text and "CPU time of each system." in text
+
+
+def test_helpers():
+    assert doctest.testmod(fmt).failed == 0
+    centres, med, p95 = charts.moving_stats([[0.002] * 50, [0.004] * 40], window=5)
+    assert centres[0] == 0 and centres[-1] == 49
+    assert list(med[-5:]) == [0.002] * 5  # only the first run reaches that far
+    assert all(m <= p for m, p in zip(med, p95))
+    samples = [{"t": 0, "phase": "setup"}, {"t": 1, "phase": "ingest"}, {"t": 2, "phase": "ingest"},
+               {"t": 3, "phase": "tail"}]
+    assert charts.phase_spans(samples) == [("setup", 0, 1), ("ingest", 1, 3), ("tail", 3, 3)]
+
+
+def _args(**kw):
+    defaults = dict(out=report.DEFAULT_OUT, html=False, benchmarks=[], image_format="svg",
+                    title=report.DEFAULT_TITLE)
+    return argparse.Namespace(**{**defaults, **kw})
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys, results_dir):
+    assert report.main(_args(results_dir=tmp_path / "nowhere", out=tmp_path / "out")) == 2
+    assert capsys.readouterr().err.strip() == f"lakebench report: error: no results.json in {tmp_path / 'nowhere'}"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert report.main(_args(results_dir=results_dir, out=tmp_path / "out", benchmarks=[bad])) == 2
+    assert "not a pytest-benchmark JSON file" in capsys.readouterr().err
+    assert report.main(_args(results_dir=results_dir, out=tmp_path / "out", html=True)) == 2
+    assert "needs OUT inside a Sphinx docs tree" in capsys.readouterr().err
+
+
+def test_add_parser():
+    parser = argparse.ArgumentParser(prog="lakebench")
+    report.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", "res", "--benchmarks", "a.json", "--benchmarks", "b.json",
+                              "--html", "--format", "png"])
+    assert args.func is report.main
+    assert args.results_dir == Path("res") and args.out == Path("docs/performance")
+    assert args.benchmarks == [Path("a.json"), Path("b.json")] and args.html and args.image_format == "png"
+
+
+def test_sphinx_builds_the_docs_with_the_report(results_dir, tmp_path, capsys):
+    pytest.importorskip("sphinx")
+    pytest.importorskip("furo")
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs, ignore=shutil.ignore_patterns("_build", "performance"))
+    # Before any report: the site builds, with -W.
+    before = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(docs),
+                             str(tmp_path / "html")], capture_output=True, text=True)
+    assert before.returncode == 0, before.stderr
+    # The report, then the same build through 'lakebench report --html'.
+    code = report.main(_args(results_dir=results_dir, out=docs / "performance", html=True))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    page = docs / "_build" / "html" / "performance" / "index.html"
+    assert str(page) in captured.out
+    html = page.read_text(encoding="utf-8")
+    assert "Performance report" in html and "oxigraph" in html and "latency.svg" in html
+    assert (docs / "_build" / "html" / "_images" / "latency.svg").is_file()
+    assert 'href="performance/index.html"' in (docs / "_build" / "html" / "performance.html").read_text("utf-8")

@@ -1,10 +1,10 @@
 # The two commands of the README:
-#   make bench   the main job: a small comparison, its summary table and results
+#   make bench   the main job: a small comparison, its summary table, results and report
 #   make test    the test suite
 # Both install what they need first (scripts/setup-env.sh).
 
 VENV      ?= .venv
-SYSTEMS   ?= memory,oxigraph
+SYSTEMS   ?= lmdb-nosync,lmdb,oxigraph,memory
 CHILDREN  ?= 1000
 OUT       ?= results/bench
 PYTEST_ARGS ?=
@@ -15,6 +15,7 @@ STAMP := $(VENV)/.lakebench-installed
 
 bench: $(STAMP)
 	$(VENV)/bin/lakebench run --systems $(SYSTEMS) --children $(CHILDREN) --out $(OUT)
+	$(VENV)/bin/lakebench report $(OUT) --html
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

@@ -56,7 +56,7 @@ def _system_list(text: str) -> list[str]:
     return names
 
 
-DEFAULT_SYSTEMS = "memory,oxigraph"
+DEFAULT_SYSTEMS = "lmdb-nosync,lmdb,oxigraph,memory"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,8 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--system-url", metavar="URL",
                      help="base URL of a running LDP server: required by the ldp system; for fcrepo, "
                      "use that Fedora (e.g. http://host:8080/rest/) instead of starting one")
-    run.add_argument("--fcrepo-version", default="4.7.5",
-                     help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; 6.1.0 works too)")
+    run.add_argument("--fcrepo-version", default=None,
+                     help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; "
+                     "the fcrepo6 system is 6.1.0)")
     run.add_argument("--fcrepo-heap", default="2g", help="maximum JVM heap of that Fedora (default: 2g)")
     run.add_argument("--out", type=Path, default=None,
                      help="results directory (default: results/run-YYYYmmdd-HHMMSS)")
@@ -117,9 +118,19 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("results_dir", type=Path, help="a directory written by 'lakebench run'")
     table.set_defaults(func=cmd_table)
 
-    from lakebench import fcrepo
+    check = sub.add_parser(
+        "check", help="verify an LMDB store: indices agree, every id resolves, counts match",
+        description="Open the LMDB store in DIR read-only and verify it: every quad index holds the "
+        "same quads, every term id resolves, hashes and counts agree. Exit 0 when consistent, 1 "
+        "with the problems listed otherwise.")
+    check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
+    check.set_defaults(func=cmd_check)
+
+    from lakebench import fcrepo, report, server
 
     fcrepo.add_parser(sub)
+    report.add_parser(sub)
+    server.add_parser(sub)
     return parser
 
 
@@ -185,6 +196,23 @@ def cmd_table(args) -> int:
         raise UsageError(f"lakebench table: error: no results.json in {args.results_dir}") from None
     print(results.format_table(results.summary_rows(document)))
     return 0
+
+
+def cmd_check(args) -> int:
+    from lakebench.store import StoreError, check
+
+    if not (args.store_dir / "data.mdb").is_file():
+        raise UsageError(f"lakebench check: error: no LMDB store in {args.store_dir} (no data.mdb)")
+    try:
+        problems = check(args.store_dir)
+    except StoreError as exc:
+        print(f"lakebench check: {args.store_dir}: {exc}", file=sys.stderr)
+        return 1
+    summary = ", ".join(f"{k} {v:,}" for k, v in problems.summary.items() if isinstance(v, int))
+    for problem in problems:
+        print(f"problem: {problem}")
+    print(f"{args.store_dir}: {'consistent' if not problems else f'{len(problems)} problem(s)'}; {summary}")
+    return 1 if problems else 0
 
 
 def main(argv: list[str] | None = None) -> int:

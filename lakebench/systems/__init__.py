@@ -9,10 +9,15 @@ from __future__ import annotations
 from importlib import import_module
 
 SYSTEMS: dict[str, str] = {
+    "lmdb": "lakebench.systems.lmdb:LmdbSystem",
+    "lmdb-nosync": "lakebench.systems.lmdb:LmdbNosyncSystem",
     "memory": "lakebench.systems.memory:MemorySystem",
     "oxigraph": "lakebench.systems.oxigraph:OxigraphSystem",
     "fcrepo": "lakebench.systems.fcrepo:FcrepoSystem",
+    "fcrepo6": "lakebench.systems.fcrepo:Fcrepo6System",
     "ldp": "lakebench.systems.ldp:LdpSystem",
+    "lmdb-http": "lakebench.systems.lmdb_http:LmdbHttpSystem",
+    "lmdb-http-nosync": "lakebench.systems.lmdb_http:LmdbHttpNosyncSystem",
 }
 
 

@@ -1,0 +1,110 @@
+"""``lakebench serve``: the LMDB store as a Linked Data Platform server.
+
+The WSGI application (:mod:`lakebench.server.app`) runs under gunicorn,
+a production pre-fork server: each worker process opens the LMDB
+environment itself after the fork; LMDB serializes their writes and gives
+each reader a snapshot.  SIGTERM stops it gracefully (requests in flight
+finish).  Loopback only unless ``--host`` says otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+DEFAULT_PORT = 8000
+
+
+def make_app(data: str | Path, base_url: str, durable: bool, max_body: int):
+    from lakebench.server.app import LdpApplication
+    from lakebench.server.repository import Repository
+
+    return LdpApplication(lambda: Repository(data, base_url, durable=durable), max_body=max_body)
+
+
+def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
+          durability: str = "durable", base_url: str | None = None, max_body: int | None = None,
+          access_log: bool = False) -> None:
+    """Run the server in the foreground until SIGTERM or SIGINT."""
+    from gunicorn.app.base import BaseApplication
+
+    from lakebench.server.app import DEFAULT_MAX_BODY
+
+    base = base_url or f"http://{host}:{port}/"
+    app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body)
+    # Open (and create) the store once before forking, so a bad data
+    # directory is an error at start-up rather than in every worker.
+    from lakebench.server.repository import Repository
+
+    Repository(data, base, durable=durability == "durable").close()
+
+    options = {
+        "bind": f"{host}:{port}",
+        "workers": workers,
+        # gthread with one thread: a process per request like "sync", but
+        # with HTTP keep-alive, so a client's connection lasts the whole run.
+        "worker_class": "gthread",
+        "threads": 1,
+        "keepalive": 75,
+        "control_socket_disable": True,
+        "timeout": 600,  # a 10,000-child container is streamed in well under this
+        "graceful_timeout": 10,
+        "accesslog": "-" if access_log else None,
+        "errorlog": "-",
+        "loglevel": "info",
+        "proc_name": "lakebench-serve",
+    }
+
+    class _Server(BaseApplication):
+        def load_config(self):
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self):
+            return app
+
+    _Server().run()
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve an LMDB store as a Linked Data Platform repository over HTTP",
+        description="Serve the LMDB store in DIR as an LDP repository (RDF sources and basic "
+        "containers: GET/HEAD/PUT/POST/DELETE/OPTIONS, Turtle, N-Triples, JSON-LD) under "
+        "gunicorn. Stops cleanly on SIGTERM.",
+    )
+    parser.add_argument("--data", type=Path, required=True, metavar="DIR",
+                        help="store directory (created if absent)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default: 1)")
+    parser.add_argument("--durability", choices=("durable", "nosync"), default="durable",
+                        help="durable: fsync every commit (default); nosync: written to the OS, not fsynced")
+    parser.add_argument("--base-url", help="public base URL of the repository; resource IRIs start "
+                        "with it (default: http://HOST:PORT/)")
+    parser.add_argument("--max-body", type=int, default=None,
+                        help="largest request body in bytes; larger is 413 (default: 16 MiB)")
+    parser.add_argument("--access-log", action="store_true", help="log one line per request")
+    parser.set_defaults(func=main)
+    return parser
+
+
+def main(args) -> int:
+    if args.workers < 1 or not 0 < args.port < 65536:
+        print("lakebench serve: error: --workers must be positive and --port in 1..65535", file=sys.stderr)
+        return 2
+    if args.max_body is not None and args.max_body < 0:
+        print("lakebench serve: error: --max-body must not be negative", file=sys.stderr)
+        return 2
+    from lakebench._store import StoreError
+
+    logging.basicConfig(level=logging.INFO)
+    try:
+        serve(args.data, host=args.host, port=args.port, workers=args.workers, durability=args.durability,
+              base_url=args.base_url, max_body=args.max_body, access_log=args.access_log)
+    except (OSError, StoreError) as exc:  # e.g. DIR is a file, or not a store
+        print(f"lakebench serve: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,52 @@
+"""The lakebench LMDB store (Cython core over the LMDB C API), in-process.
+
+Each child is parsed from N-Triples by the core, straight to term ids, and
+written into its own graph together with the parent's ``ldp:contains``
+triple, in one LMDB transaction.  The parent is read back by serializing its
+graph from the ``cspo`` index to Turtle.  Two durability modes: ``lmdb``
+fsyncs every commit, ``lmdb-nosync`` writes commits to the OS only (what
+pyoxigraph does by default).
+"""
+from __future__ import annotations
+
+from lakebench.store import LmdbStore
+from lakebench.store.terms import iri
+from lakebench.systems.base import Retrieval, System
+from lakebench.workload import LDP_CONTAINS, Child
+
+LDP = "http://www.w3.org/ns/ldp#"
+CONTAINS = iri(LDP_CONTAINS)
+
+
+class LmdbSystem(System):
+    name = "lmdb"
+    durability = "durable"
+
+    def setup(self) -> None:
+        self.store = LmdbStore(self.data_dir, durable=self.durability == "durable")
+        self.parent = iri(self.workload.parent_uri)
+        self.store.write(lambda txn: txn.add_graph(self.parent))  # the parent's (empty) graph
+
+    def create_child(self, child: Child) -> None:
+        uri = iri(child.uri)
+        self.store.ingest(child.ntriples, uri, extra=[(self.parent, CONTAINS, uri, self.parent)])
+
+    def retrieve_parent(self) -> Retrieval:
+        body = self.store.serialize(graph=self.parent, format="turtle", prefixes={"ldp": LDP})
+        return Retrieval(body=body, parent_uri=self.workload.parent_uri)
+
+    def triples_total(self) -> int:
+        return len(self.store)
+
+    def disk_path(self):
+        return self.data_dir
+
+    def close(self) -> None:
+        store, self.store = getattr(self, "store", None), None
+        if store is not None:
+            store.close()
+
+
+class LmdbNosyncSystem(LmdbSystem):
+    name = "lmdb-nosync"
+    durability = "nosync"

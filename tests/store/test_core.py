@@ -1,0 +1,280 @@
+"""The compiled core: term round trips, parsing, the on-disk layout read
+independently with py-lmdb, the check, map growth."""
+from __future__ import annotations
+
+import struct
+
+import lmdb
+import pytest
+import rdflib
+from rdflib.compare import isomorphic
+
+from lakebench import _store
+from lakebench.store import LmdbStore, ParseError, check
+from lakebench.store.terms import DEFAULT_GRAPH, decode, iri
+
+G = "http://ex.org/g"
+
+EVERY_KIND = rb"""<http://ex.org/s> <http://ex.org/p> "plain" .
+<http://ex.org/s> <http://ex.org/p> "quote \" backslash \\ newline \n tab \t cr \r bs \b ff \f" .
+<http://ex.org/s> <http://ex.org/p> "non-BMP \U0001F600 \U0001D400 latin \u00E9 raw """ + "😀 ù".encode() + rb"""" .
+<http://ex.org/s> <http://ex.org/p> "chat"@fr .
+<http://ex.org/s> <http://ex.org/p> "hello"@en-GB .
+<http://ex.org/s> <http://ex.org/p> "42"^^<http://www.w3.org/2001/XMLSchema#integer> .
+<http://ex.org/s> <http://ex.org/p> "x"^^<http://www.w3.org/2001/XMLSchema#string> .
+<http://ex.org/s> <http://ex.org/p> "" .
+<http://ex.org/s> <http://ex.org/p> "controls \u0001 \u007F nul \u0000 end" .
+<http://ex.org/s> <http://ex.org/p> _:b1 .
+_:b1 <http://ex.org/q> _:b2.
+_:b2 <http://ex.org/q> "bnode object" . # a comment
+<http://ex.org/\u00E9t\u00E9> <http://ex.org/p> <http://ex.org/o#frag?q=1> .
+
+# blank lines and comments are fine
+"""
+
+
+def test_every_term_kind_round_trips(store):
+    assert store.ingest(EVERY_KIND, G) == 13
+    out = store.serialize(graph=G, format="nt")
+    expected = rdflib.Graph().parse(data=EVERY_KIND, format="nt")
+    got = rdflib.Graph().parse(data=out, format="nt")
+    assert isomorphic(expected, got)
+    turtle = store.serialize(graph=G, format="turtle", prefixes={"ex": "http://ex.org/"})
+    assert isomorphic(expected, rdflib.Graph().parse(data=turtle, format="turtle"))
+    # and each term, decoded through rdflib, is exactly what rdflib parsed
+    terms = {decode(t) for q in store.quads(graph=G) for t in q[:3] if not t.startswith(b"B")}
+    assert terms == {t for triple in expected for t in triple if not isinstance(t, rdflib.BNode)}
+
+
+def test_workload_child_round_trips(store, small_workload):
+    child = small_workload.child(5)
+    assert store.ingest(child.ntriples, child.uri) == 200
+    out = store.serialize(graph=child.uri, format="nt")
+    assert isomorphic(rdflib.Graph().parse(data=child.ntriples, format="nt"),
+                      rdflib.Graph().parse(data=out, format="nt"))
+    by_subject = store.serialize(subject=child.uri, format="turtle")
+    assert len(rdflib.Graph().parse(data=by_subject, format="turtle")) == 200
+
+
+def test_blank_nodes_are_scoped_to_their_document(store):
+    doc = b"_:a <http://ex.org/p> _:b .\n"
+    store.ingest(doc, G)
+    store.ingest(doc, G)
+    quads = store.quads(graph=G)
+    assert len(quads) == 2  # two documents: four distinct blank nodes
+    assert len({t for q in quads for t in (q[0], q[2])}) == 4
+
+
+def test_duplicates_are_stored_once(store):
+    doc = b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n" * 3
+    assert store.ingest(doc, G) == 1
+    assert store.ingest(doc, G) == 0
+    assert store.ingest(doc, "http://ex.org/other") == 1
+    assert len(store) == 2
+    with store.read() as txn:
+        assert txn.triple_count() == 1
+        assert txn.count(s="Ihttp://ex.org/s".encode()) == 2
+
+
+MALFORMED = [
+    (b'<http://ex.org/s> <http://ex.org/p> "open .\n', "line break inside a string literal", 1, 44),
+    (b'<http://ex.org/s> <http://ex.org/p> "open .', "unterminated string literal", 1, 37),
+    (b"<http://ex.org/s> <http://ex.org/p> <o> .\n", "relative IRI", 1, 37),
+    (b'<http://ex.org/s> "p" <http://ex.org/o> .\n', "expected a predicate", 1, 19),
+    (b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o>\n", "expected '.'", 1, 54),
+    (b'<http://ex.org/s> <http://ex.org/p> "x"@ .\n', "invalid language tag", 1, 40),
+    (b'<http://ex.org/s> <http://ex.org/p> "\\q" .\n', "invalid escape", 1, 38),
+    (b'<http://ex.org/s> <http://ex.org/p> "\xff" .\n', "invalid UTF-8", 1, 38),
+    (b'<http://ex.org/s> <http://ex.org/p> "\\uD800" .\n', "invalid \\u", 1, 38),
+    (b"<http://ex.org/a b> <http://ex.org/p> <http://ex.org/o> .\n", "invalid character in IRI", 1, 17),
+    (b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> . <http://ex.org/s>\n", "end of line", 1, 57),
+    (b'<http://ex.org/s> <http://ex.org/p> "x"^^"y" .\n', "datatype IRI", 1, 42),
+    (b"<http://ex.org/s> <http://ex.org/p> _: .\n", "blank node", 1, 37),
+    (b'"s" <http://ex.org/p> <http://ex.org/o> .\n', "expected a subject", 1, 1),
+    (b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n" * 2 + b"<http://ex.org/s> <http://ex.org/p> 12 .\n",
+     "expected an object", 3, 37),
+]
+
+
+@pytest.mark.parametrize("doc, message, line, column", MALFORMED)
+def test_malformed_ntriples_is_rejected_with_position_and_nothing_written(store, doc, message, line, column):
+    store.ingest(b"<http://ex.org/x> <http://ex.org/p> <http://ex.org/y> .\n", G)
+    before = (len(store), store.env.info()["last_txnid"])
+    with store.read() as txn:
+        terms = txn.term_count()
+    with pytest.raises(ParseError) as err:
+        store.ingest(doc, G, extra=[(G, G, G, G)])
+    assert message in str(err.value)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert err.value.position == doc.rfind(b"\n", 0, err.value.position) + column
+    assert (len(store), store.env.info()["last_txnid"]) == before
+    with store.read() as txn:
+        assert txn.term_count() == terms
+
+
+def test_reads_never_write(store):
+    store.ingest(EVERY_KIND, G)
+    txnid = store.env.info()["last_txnid"]
+    with store.read() as txn:
+        terms = txn.term_count()
+    assert store.quads(s="http://ex.org/unknown") == []
+    assert store.count(o=iri("http://ex.org/nope"), graph=G) == 0
+    assert store.serialize(graph="http://ex.org/none", format="nt") == b""
+    with store.read() as txn:
+        assert txn.term_id(iri("http://ex.org/unknown")) == 0
+        assert txn.term_count() == terms
+    assert store.env.info()["last_txnid"] == txnid
+
+
+def test_every_pattern_is_answered(store, small_workload):
+    for child in list(small_workload)[:5]:
+        store.ingest(child.ntriples, child.uri, extra=[(small_workload.parent_uri, "http://www.w3.org/ns/ldp#contains",
+                                                         child.uri, small_workload.parent_uri)])
+    everything = store.quads()
+    assert len(everything) == len(store) == 5 * 201
+    import itertools
+    sample = everything[::97]
+    for quad in sample:
+        for mask in itertools.product([False, True], repeat=4):
+            pattern = [t if keep else None for t, keep in zip(quad, mask)]
+            expected = {q for q in everything if all(p is None or p == t for p, t in zip(pattern, q))}
+            got = store.quads(*pattern)
+            assert len(got) == len(set(got))
+            assert set(got) == expected, pattern
+            assert store.count(*pattern) == len(expected)
+
+
+def _py_hash(term: bytes) -> int:
+    """The on-disk term hash, written again from its definition (docs/store.rst)."""
+    M = (1 << 64) - 1
+
+    def fmix(h):
+        h ^= h >> 33
+        h = (h * 0xFF51AFD7ED558CCD) & M
+        h ^= h >> 33
+        h = (h * 0xC4CEB9FE1A85EC53) & M
+        return h ^ (h >> 33)
+
+    n = len(term)
+    h = 0x9E3779B97F4A7C15 ^ ((n * 0x87C37B91114253D5) & M)
+    full = n - n % 8
+    for i in range(0, full, 8):
+        w = (int.from_bytes(term[i:i + 8], "little") * 0x87C37B91114253D5) & M
+        w = ((w << 31) | (w >> 33)) & M
+        h ^= (w * 0x4CF5AD432745937F) & M
+        h = ((((h << 27) | (h >> 37)) & M) * 5 + 0x52DCE729) & M
+    w = int.from_bytes(term[full:], "little")
+    h ^= fmix(w ^ 0x2545F4914F6CDD1D)
+    return fmix(h)
+
+
+def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload):
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        for child in list(small_workload)[:3]:
+            store.ingest(child.ntriples, child.uri)
+        store.ingest(EVERY_KIND, G)
+        expected = set(store.quads())
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", "spoc", "posc", "ospc", "cspo"),
+                             dupfixed=name in ("t2i", "spoc", "posc", "ospc", "cspo"),
+                             integerkey=name == "i2t", create=False)
+           for name in _store.DB_NAMES}
+    with env.begin() as txn:
+        assert struct.unpack(">I", txn.get(b"format", db=dbs["meta"]))[0] == _store.FORMAT_VERSION
+        terms = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2t"])}  # native
+        assert sorted(terms) == list(range(1, len(terms) + 1))
+        hashes = {(struct.unpack(">Q", k)[0], struct.unpack(">I", v)[0]) for k, v in txn.cursor(db=dbs["t2i"])}
+        assert hashes == {(_py_hash(t), i) for i, t in terms.items()}
+        assert len(set(terms.values())) == len(terms)  # every term stored once
+        order = {"spoc": "spoc", "posc": "posc", "ospc": "ospc", "cspo": "cspo"}
+        for name, letters in order.items():
+            quads = set()
+            for k, v in txn.cursor(db=dbs[name]):
+                ids = dict(zip(letters, struct.unpack(">I", k) + struct.unpack(">III", v)))
+                quads.add(tuple(terms[ids[x]] for x in "spoc"))
+            assert quads == expected, name
+    env.close()
+
+
+def test_check_passes_and_finds_damage(tmp_path, small_workload):
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        for child in list(small_workload)[:3]:
+            store.ingest(child.ntriples, child.uri)
+    problems = check(path)
+    assert problems == []
+    assert problems.summary["quads"] == 600
+    assert problems.summary["graphs"] == 3
+    assert problems.summary["terms"] == problems.summary["hash_entries"]
+    # damage: drop one entry of posc and one hash entry, with an independent writer
+    env = lmdb.open(str(path), max_dbs=16)
+    posc = env.open_db(b"posc", dupsort=True, dupfixed=True, create=False)
+    t2i = env.open_db(b"t2i", dupsort=True, dupfixed=True, create=False)
+    with env.begin(write=True) as txn:
+        cur = txn.cursor(db=posc)
+        assert cur.first()
+        cur.delete()
+        cur = txn.cursor(db=t2i)
+        assert cur.last()
+        cur.delete()
+    env.close()
+    problems = check(path)
+    assert any("missing from posc" in p for p in problems)
+    assert any("posc holds 599 entries" in p for p in problems)
+    assert any("missing from the hash index" in p for p in problems)
+    assert check(tmp_path / "nowhere") != []
+
+
+def test_hash_collisions_are_told_apart(tmp_path):
+    """A second id filed under a term's hash (a collision) is never mistaken for it."""
+    path = tmp_path / "store"
+    a, b = iri("http://ex.org/a"), iri("http://ex.org/b")
+    with LmdbStore(path) as store:
+        store.add([(a, a, a, DEFAULT_GRAPH), (b, b, b, DEFAULT_GRAPH)])
+        with store.read() as txn:
+            ida, idb = txn.term_id(a), txn.term_id(b)
+    env = lmdb.open(str(path), max_dbs=16)
+    t2i = env.open_db(b"t2i", dupsort=True, dupfixed=True, create=False)
+    with env.begin(write=True) as txn:  # b's id also under a's hash, sorting first
+        txn.put(struct.pack(">Q", _py_hash(a)), struct.pack(">I", idb), db=t2i)
+    env.close()
+    with LmdbStore(path) as store:
+        with store.read() as txn:
+            assert txn.term_id(a) == ida
+            assert txn.term_id(b) == idb
+        assert store.count(s=a) == 1
+        assert store.add([(a, a, b, DEFAULT_GRAPH)]) == 1
+        with store.read() as txn:
+            assert txn.term_id(a) == ida and txn.term_count() == 3  # a, b, the default graph
+        problems = store.check()
+    assert problems.summary["hash_collisions"] == 1
+    assert problems == [f"t2i: term {idb} is filed under a hash that is not its own",
+                        "t2i holds 4 entries but i2t holds 3 terms"]
+
+
+def test_map_grows_when_full_and_loses_nothing(tmp_path, small_workload):
+    path = tmp_path / "store"
+    with LmdbStore(path, durable=False, map_size=64 << 10) as store:
+        for child in small_workload:
+            store.ingest(child.ntriples, child.uri)
+        assert store.env.info()["map_size"] > 64 << 10
+        assert len(store) == 20 * 200
+    assert check(path).summary["quads"] == 20 * 200
+
+
+def test_map_full_inside_a_pending_transaction_is_replayed(tmp_path, small_workload):
+    with LmdbStore(tmp_path / "s", durable=False, map_size=64 << 10) as store:
+        store.begin()
+        for child in small_workload:
+            store.ingest(child.ntriples, child.uri)
+        assert store.count() == 20 * 200
+        store.commit()
+        assert len(store) == 20 * 200
+
+
+def test_render_term_escapes():
+    assert _store.render_ntriples_term(b'L\ta"b\\\x00\x7f') == b'"\\ta\\"b\\\\\\u0000\\u007F"'
+    assert _store.render_ntriples_term(b"Dhttp://ex.org/t\x00v") == b'"v"^^<http://ex.org/t>'
+    with pytest.raises(ValueError):
+        _store.render_ntriples_term(b"Gen-no-separator")

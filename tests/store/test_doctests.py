@@ -1,0 +1,13 @@
+"""Run the examples in the store modules' docstrings."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["lakebench.store", "lakebench.store.terms", "lakebench.store.plugin", "lakebench._store"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.failed == 0

@@ -1,0 +1,99 @@
+"""Crash safety (SIGKILL during ingest) and snapshot isolation (a reader
+while another process writes)."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from lakebench.store import LmdbStore, check
+from lakebench.store.terms import iri
+from lakebench.workload import LDP_CONTAINS, Workload
+
+WRITER = textwrap.dedent("""
+    import sys
+    from lakebench.store import LmdbStore
+    from lakebench.workload import LDP_CONTAINS, Workload
+    path, start, durable = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "durable"
+    w = Workload(children=100_000, seed=3)
+    parent = w.parent_uri
+    store = LmdbStore(path, durable=durable, map_size=1 << 20)  # small: the map grows under the writes
+    print("READY", flush=True)
+    for i in range(start, w.children):
+        child = w.child(i)
+        store.ingest(child.ntriples, child.uri, extra=[(parent, LDP_CONTAINS, child.uri, parent)])
+        print("ACK", i, flush=True)
+""")
+
+
+def _writer(path, start, durability):
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(start), durability],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def test_sigkill_during_ingest_loses_no_acknowledged_child(tmp_path):
+    path = tmp_path / "store"
+    w = Workload(children=100_000, seed=3)
+    rng = random.Random(11)
+    acked: list[int] = []
+    start = 0
+    for round_ in range(12):
+        proc = _writer(path, start, "durable")
+        assert proc.stdout.readline().strip() == "READY"
+        deadline = time.monotonic() + rng.uniform(0.02, 0.4)
+        os.set_blocking(proc.stdout.fileno(), False)
+        buffered = ""
+        while time.monotonic() < deadline:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        buffered = proc.stdout.read() or ""
+        proc.stdout.close()
+        acked += [int(line.split()[1]) for line in buffered.splitlines() if line.startswith("ACK")]
+        assert check(path) == [], f"round {round_}"
+        with LmdbStore(path, readonly=True) as store:
+            parent = w.parent_uri
+            contained = {q[2] for q in store.quads(parent, LDP_CONTAINS, None, parent)}
+            for i in acked:  # every acknowledged child, in full
+                uri = w.child(i).uri
+                assert store.count(graph=uri) == 200, (round_, i)
+                assert b"I" + uri.encode() in contained
+            # any child present is whole (the one being written when killed, maybe)
+            graphs = {c for c in store.contexts() if c != b"I" + parent.encode()}
+            assert all(store.count(graph=c) == 200 for c in graphs)
+            assert len(graphs) == len(contained)
+            start = len(graphs)
+    assert len(acked) >= 10
+
+
+def test_reader_sees_a_consistent_snapshot_while_another_process_writes(tmp_path):
+    path = tmp_path / "store"
+    w = Workload(children=100_000, seed=3)
+    parent, contains = iri(w.parent_uri), iri(LDP_CONTAINS)
+    LmdbStore(path, durable=False).close()
+    proc = _writer(path, 0, "nosync")
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+        proc.stdout.readline()  # the first child is in
+        store = LmdbStore(path, readonly=True)
+        seen = set()
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            with store.read() as txn:
+                n = txn.count(parent, contains, None, parent)
+                time.sleep(0.02)  # the writer commits meanwhile
+                quads = list(txn.quads())
+                assert txn.count(parent, contains, None, parent) == n
+            assert len(quads) == n * 201  # every child whole, with its containment triple
+            seen.add(n)
+        store.close()
+        assert len(seen) > 3  # the reads did see the store grow
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    assert check(path) == []

@@ -23,7 +23,8 @@ from typing import Iterator
 
 import pyoxigraph as ox
 
-from lakebench import _store
+from lakebench.store import DEFAULT_MAP_SIZE, LmdbStore, MapFullError, ParseError
+from lakebench.store.terms import iri, literal
 
 LDP = "http://www.w3.org/ns/ldp#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -42,15 +43,6 @@ PARSERS = {
     "application/n-triples": ox.RdfFormat.N_TRIPLES,
     "application/ld+json": ox.RdfFormat.JSON_LD,
 }
-
-
-def iri(value: str) -> bytes:
-    """An IRI as an encoded store term."""
-    return b"I" + value.encode("utf-8")
-
-
-def literal(value: str) -> bytes:
-    return b"L" + value.encode("utf-8")
 
 
 class RepositoryError(Exception):
@@ -74,37 +66,35 @@ class Repository:
     """The resources of one LDP server, stored in one LMDB environment."""
 
     def __init__(self, path: str | os.PathLike, base_url: str, durable: bool = True,
-                 map_size: int = 1 << 30):
-        os.makedirs(path, exist_ok=True)
-        self.env = _store.Environment(path, durable=durable, map_size=map_size)
+                 map_size: int = DEFAULT_MAP_SIZE):
+        self.store = LmdbStore(path, durable=durable, map_size=map_size)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._type = iri(RDF_TYPE)
         self._contains = iri(LDP + "contains")
         self._server = iri(SERVER_GRAPH)
         self._meta = iri(META_GRAPH)
         self._etag = iri(ETAG)
+
         def create_root(txn):
             if self._info(txn, self.base_url) is None:
                 self._create(txn, self.base_url, container=True, parent=None)
 
         self._write(create_root)
 
+    @property
+    def env(self):
+        """The LMDB environment (tests watch its open transactions)."""
+        return self.store.env
+
     def close(self) -> None:
-        self.env.close()
+        self.store.close()
 
     def _write(self, op):
-        """``op(txn)`` in one write transaction, committed; its result.
-
-        When the map is full the transaction is already aborted: the map is
-        doubled and ``op`` runs again from the start in a new transaction.
-        """
-        for _ in range(16):
-            try:
-                with self.env.begin(write=True) as txn:
-                    return op(txn)
-            except _store.MapFullError:
-                self.env.grow()
-        raise RepositoryError(507, "the store is full")
+        """``op(txn)`` in one committed write transaction (the map grows when full)."""
+        try:
+            return self.store.write(op)
+        except MapFullError:
+            raise RepositoryError(507, "the store is full") from None
 
     # -- reading ---------------------------------------------------------
     def _info(self, txn, uri: str) -> ResourceInfo | None:
@@ -116,7 +106,7 @@ class Repository:
         return ResourceInfo(uri=uri, container=container, etag=etags[0][1:].decode())
 
     def info(self, uri: str) -> ResourceInfo | None:
-        with self.env.begin() as txn:
+        with self.store.read() as txn:
             return self._info(txn, uri)
 
     def representation(self, uri: str, media_type: str, containment: bool = True,
@@ -126,7 +116,7 @@ class Repository:
         The chunks come from one read transaction, held until the iterator
         is exhausted or closed, so a reader sees one snapshot.
         """
-        txn = self.env.begin()
+        txn = self.store.read()
         try:
             info = self._info(txn, uri)
         except BaseException:
@@ -166,7 +156,7 @@ class Repository:
                 yield chunk
 
     def children(self, uri: str) -> list[str]:
-        with self.env.begin() as txn:
+        with self.store.read() as txn:
             return [q[2][1:].decode() for q in txn.quads(iri(uri), self._contains, None, self._server)]
 
     # -- writing ---------------------------------------------------------
@@ -220,7 +210,7 @@ class Repository:
         subject = iri(uri)
         try:
             txn.ingest_ntriples(ntriples or b"", subject)
-        except _store.ParseError as exc:  # RDF 1.2 that pyoxigraph reads but the store does not
+        except ParseError as exc:  # RDF 1.2 that pyoxigraph reads but the store does not
             raise RepositoryError(400, f"unsupported RDF in {media_type} (the store takes RDF 1.1: "
                                        f"no triple terms or base directions): {exc}") from None
         # Server-managed triples may not be written by clients.

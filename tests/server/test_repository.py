@@ -1,0 +1,251 @@
+"""Repository: LDP resources over the LMDB store, in-process (no HTTP)."""
+from __future__ import annotations
+
+import doctest
+
+import pyoxigraph as ox
+import pytest
+
+from lakebench.server import repository as repository_module
+from lakebench.server.repository import (
+    LDP,
+    META_GRAPH,
+    SERVER_GRAPH,
+    Repository,
+    RepositoryError,
+    iri,
+)
+
+from .conftest import TEST_BASE, check_store
+
+B = TEST_BASE
+TURTLE = "text/turtle"
+
+
+def quads(repo, **pattern):
+    with repo.env.begin() as txn:
+        return list(txn.quads(**pattern))
+
+
+def own_triples(repo, uri) -> set[tuple[bytes, bytes, bytes]]:
+    return {q[:3] for q in quads(repo, c=iri(uri))}
+
+
+def body_of(repo, uri, media_type="application/n-triples", containment=True) -> bytes:
+    info, chunks = repo.representation(uri, media_type, containment=containment)
+    try:
+        return b"".join(chunks)
+    finally:
+        chunks.close()
+
+
+def test_doctests():
+    result = doctest.testmod(repository_module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_root_is_a_container_and_survives_reopening(tmp_path):
+    repo = Repository(tmp_path / "s", B, durable=False)
+    root = repo.info(B)
+    assert root.container and root.uri == B
+    etag = root.etag
+    repo.close()
+    repo = Repository(tmp_path / "s", B, durable=False)
+    assert repo.info(B).etag == etag  # not recreated
+    repo.close()
+
+
+def test_put_creates_child_and_containment_together(repository):
+    created, etag = repository.put(B + "parent", b'<> <http://e/p> "x" .', TURTLE)
+    assert created and etag
+    assert repository.children(B) == [B + "parent"]
+    created, _ = repository.put(B + "parent/a", b"<> <http://e/p> <../parent>, <b> .", TURTLE,
+                                container=False)
+    assert created
+    assert repository.children(B + "parent") == [B + "parent/a"]
+    assert not repository.info(B + "parent/a").container
+    assert own_triples(repository, B + "parent/a") == {
+        (iri(B + "parent/a"), iri("http://e/p"), iri(B + "parent")),
+        (iri(B + "parent/a"), iri("http://e/p"), iri(B + "parent/b")),
+    }
+    # ldp:contains lives in the server graph, never in the resource's own graph.
+    assert quads(repository, s=iri(B + "parent"), p=iri(LDP + "contains")) == [
+        (iri(B + "parent"), iri(LDP + "contains"), iri(B + "parent/a"), iri(SERVER_GRAPH))]
+
+
+def test_replace_keeps_containment_and_changes_etag(repository):
+    repository.put(B + "p", b'<> <http://e/p> "one" .', TURTLE)
+    repository.put(B + "p/c", b"", TURTLE)
+    before = repository.info(B + "p").etag
+    created, etag = repository.put(B + "p", b'<> <http://e/p> "two" .', TURTLE)
+    assert not created and etag != before
+    assert repository.info(B + "p").etag == etag
+    assert own_triples(repository, B + "p") == {(iri(B + "p"), iri("http://e/p"), b"Ltwo")}
+    assert repository.children(B + "p") == [B + "p/c"]
+
+
+def test_parent_etag_changes_when_a_child_comes_or_goes(repository):
+    repository.put(B + "p", b"", TURTLE)
+    e0 = repository.info(B + "p").etag
+    repository.put(B + "p/c", b"", TURTLE)
+    e1 = repository.info(B + "p").etag
+    repository.delete(B + "p/c")
+    e2 = repository.info(B + "p").etag
+    assert len({e0, e1, e2}) == 3
+
+
+def test_missing_parent_and_non_container_parent(repository):
+    with pytest.raises(RepositoryError) as exc:
+        repository.put(B + "nope/c", b"", TURTLE)
+    assert exc.value.status == 404
+    repository.put(B + "src", b"", TURTLE, container=False)
+    with pytest.raises(RepositoryError) as exc:
+        repository.put(B + "src/c", b"", TURTLE)
+    assert exc.value.status == 409
+    assert repository.info(B + "nope/c") is None and repository.info(B + "src/c") is None
+    assert repository.children(B + "src") == []
+
+
+@pytest.mark.parametrize("body,status", [
+    (b"<> <http://www.w3.org/ns/ldp#contains> <x> .", 409),
+    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:BasicContainer .", 409),
+    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:Resource .", 409),
+    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:DirectContainer .", 409),
+    (b'<> <http://e/p> "unterminated .', 400),
+    (b"<> <http://e/p> << <a> <b> <c> >> .", 400),  # RDF 1.2: pyoxigraph reads it, the store not
+    (b'<> <http://e/p> "x"@en--ltr .', 400),
+])
+def test_refused_bodies_write_nothing(repository, body, status):
+    repository.put(B + "p", b"", TURTLE)
+    repository.put(B + "p/old", b'<> <http://e/p> "keep" .', TURTLE)
+    etag = repository.info(B + "p/old").etag
+    parent_etag = repository.info(B + "p").etag
+    for uri in (B + "p/old", B + "p/new"):  # replacing and creating
+        with pytest.raises(RepositoryError) as exc:
+            repository.put(uri, body, TURTLE)
+        assert exc.value.status == status, exc.value.message
+    assert own_triples(repository, B + "p/old") == {(iri(B + "p/old"), iri("http://e/p"), b"Lkeep")}
+    assert repository.info(B + "p/old").etag == etag
+    assert repository.info(B + "p/new") is None
+    assert repository.children(B + "p") == [B + "p/old"]
+    assert repository.info(B + "p").etag == parent_etag
+    assert quads(repository, c=iri(B + "p/new")) == []
+
+
+def test_preconditions(repository):
+    repository.put(B + "p", b"", TURTLE)
+    etag = repository.info(B + "p").etag
+    for kwargs in ({"if_match": '"nope"'}, {"if_none_match": "*"}, {"if_none_match": f'"{etag}"'}):
+        with pytest.raises(RepositoryError) as exc:
+            repository.put(B + "p", b'<> <http://e/p> "x" .', TURTLE, **kwargs)
+        assert exc.value.status == 412
+    with pytest.raises(RepositoryError) as exc:
+        repository.put(B + "q", b"", TURTLE, if_match="*")  # If-Match on a missing resource
+    assert exc.value.status == 412
+    with pytest.raises(RepositoryError) as exc:
+        repository.delete(B + "p", if_match='"nope"')
+    assert exc.value.status == 412
+    assert repository.info(B + "p").etag == etag
+    created, new = repository.put(B + "p", b"", TURTLE, if_match=f'"{etag}", "other"')
+    assert not created and new != etag
+    repository.delete(B + "p", if_match=f'W/"{new}"')
+    assert repository.info(B + "p") is None
+
+
+def test_delete_is_recursive_and_leaves_no_trace(repository):
+    repository.put(B + "p", b'<> <http://e/p> "x" .', TURTLE)
+    repository.put(B + "p/a", b'<> <http://e/p> "a" .', TURTLE)
+    repository.put(B + "p/a/b", b'<> <http://e/p> [ <http://e/q> "b" ] .', TURTLE)
+    repository.put(B + "p/c", b"", TURTLE, container=False)
+    repository.delete(B + "p")
+    for uri in ("p", "p/a", "p/a/b", "p/c"):
+        assert repository.info(B + uri) is None
+        assert quads(repository, c=iri(B + uri)) == []
+        assert quads(repository, s=iri(B + uri)) == []
+    assert repository.children(B) == []
+    # Only the root is left: its types and its ETag.
+    assert {q[3] for q in quads(repository)} == {iri(SERVER_GRAPH), iri(META_GRAPH)}
+    with pytest.raises(RepositoryError) as exc:
+        repository.delete(B + "p")
+    assert exc.value.status == 404
+    with pytest.raises(RepositoryError) as exc:
+        repository.delete(B)
+    assert exc.value.status == 405
+    # The same path can be created again.
+    assert repository.put(B + "p", b"", TURTLE)[0]
+
+
+def test_representation_without_containment(repository):
+    repository.put(B + "p", b'<> <http://e/p> "x" .', TURTLE)
+    repository.put(B + "p/c", b"", TURTLE)
+    full = body_of(repository, B + "p")
+    minimal = body_of(repository, B + "p", containment=False)
+    assert f"<{LDP}contains> <{B}p/c>".encode() in full
+    assert b"contains" not in minimal
+    assert f"<{LDP}BasicContainer>".encode() in minimal and b'"x"' in minimal
+
+
+def test_turtle_declares_the_prefix_once(repository):
+    repository.put(B + "p", b'<> <http://e/p> "x" .', TURTLE)
+    repository.put(B + "p/c", b"", TURTLE)
+    body = body_of(repository, B + "p", TURTLE)
+    assert body.count(b"@prefix") == 1, body
+    assert len(list(ox.parse(body, format=ox.RdfFormat.TURTLE))) == 6  # 1 + 4 types + 1 contains
+    body = body_of(repository, B, TURTLE)  # the root: no triples of its own
+    assert body.count(b"@prefix") == 1, body
+
+
+def test_container_of_10000_children_is_streamed(repository):
+    """The parent's representation comes from the index scan in bounded chunks."""
+    repository.put(B + "big", b"", TURTLE)
+    with repository.env.begin(write=True) as txn:  # 10,000 empty children in one go
+        for k in range(10_000):
+            repository._create(txn, f"{B}big/c{k:05d}", container=True, parent=B + "big")
+    info, chunks = repository.representation(B + "big", TURTLE, chunk_size=1 << 14)
+    assert not isinstance(chunks, (bytes, list, tuple))
+    sizes, body = [], []
+    for chunk in chunks:
+        sizes.append(len(chunk))
+        body.append(chunk)
+    chunks.close()
+    assert len(sizes) > 20 and max(sizes) < 2 * (1 << 14), (len(sizes), max(sizes))
+    triples = list(ox.parse(b"".join(body), format=ox.RdfFormat.TURTLE))
+    contains = {t.object.value for t in triples if t.predicate.value == LDP + "contains"}
+    assert len(contains) == 10_000
+    assert repository.env.open_txns == 0
+
+
+def test_closing_an_unread_representation_ends_its_transaction(repository):
+    found = repository.representation(B, TURTLE)
+    assert repository.env.open_txns == 1
+    found[1].close()
+    assert repository.env.open_txns == 0
+    assert repository.representation(B + "nope", TURTLE) is None
+    assert repository.env.open_txns == 0
+
+
+def test_a_full_map_is_grown_and_the_write_retried(tmp_path):
+    repo = Repository(tmp_path / "s", B, durable=False, map_size=1 << 20)
+    body = "".join(f'<> <http://e/p{i}> "{"v" * 40}{i}" .\n' for i in range(30_000)).encode()
+    assert len(body) > 1 << 20
+    created, _ = repo.put(B + "big", body, TURTLE)
+    assert created and len(own_triples(repo, B + "big")) == 30_000
+    assert repo.env.info()["map_size"] > 1 << 20
+    repo.close()
+    assert check_store(tmp_path / "s") == []
+
+
+def test_store_is_consistent_after_a_mixed_session(tmp_path):
+    repo = Repository(tmp_path / "s", B, durable=False)
+    repo.put(B + "p", b"", TURTLE)
+    for k in range(20):
+        repo.put(f"{B}p/c{k}", f'<> <http://e/p> "{k}", <../p> .'.encode(), TURTLE)
+    for k in range(0, 20, 3):
+        repo.delete(f"{B}p/c{k}")
+    for k in range(1, 20, 3):
+        repo.put(f"{B}p/c{k}", b'<> <http://e/q> "replaced" .', TURTLE)
+    with pytest.raises(RepositoryError):
+        repo.put(B + "p/c1", b"<> <http://www.w3.org/ns/ldp#contains> <x> .", TURTLE)
+    assert len(repo.children(B + "p")) == 20 - 7
+    repo.close()
+    assert check_store(tmp_path / "s") == []

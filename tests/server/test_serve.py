@@ -1,0 +1,96 @@
+"""``lakebench serve``: start-up, shutdown, logging, binding (lakebench/server/__init__.py)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from .conftest import PACKAGE_ROOT, check_store, free_port
+
+ACCESS_LINE = re.compile(r'"(GET|HEAD|PUT|POST|DELETE|OPTIONS) /\S* HTTP/1\.1" \d{3} ')
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+    return subprocess.run([sys.executable, "-m", "lakebench.cli", "serve", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_sigterm_exits_0_quickly_with_a_kept_alive_connection(serve):
+    server = serve("--workers", "2")
+    conn = server.connection()
+    assert server.request("GET", "/", connection=conn).status == 200  # stays open (keep-alive)
+    started = time.monotonic()
+    assert server.stop() == 0
+    elapsed = time.monotonic() - started
+    conn.close()
+    assert elapsed < 6, f"took {elapsed:.1f} s to stop"
+    assert "Shutting down" in server.log()
+
+
+def test_sigterm_while_idle_is_fast(serve):
+    server = serve()
+    started = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - started < 4
+
+
+def test_data_survives_a_restart(serve, tmp_path):
+    data = tmp_path / "store"
+    server = serve("--durability", "durable", data=data)
+    assert server.request("PUT", "/keep", '<> <http://e/p> "x" .', {"Content-Type": "text/turtle"}).status == 201
+    etag = server.request("HEAD", "/keep").header("ETag")
+    assert server.stop() == 0
+    assert check_store(data) == []
+    server = serve(data=data, port=server.port)  # same port: same IRIs
+    r = server.request("GET", "/keep")
+    assert r.status == 200 and b'"x"' in r.body and r.header("ETag") == etag
+
+
+@pytest.mark.parametrize("access_log", [False, True])
+def test_access_log_only_when_asked(serve, access_log):
+    server = serve(*(["--access-log"] if access_log else []))
+    for method, path in (("GET", "/"), ("HEAD", "/"), ("OPTIONS", "/"), ("GET", "/missing")):
+        server.request(method, path)
+    assert server.stop() == 0
+    lines = [line for line in server.log().splitlines() if ACCESS_LINE.search(line)]
+    if access_log:
+        # One line per request: the readiness probe of the fixture, then our four.
+        assert len(lines) == 5, lines
+        assert [ACCESS_LINE.search(line).group(1) for line in lines[-4:]] == ["GET", "HEAD", "OPTIONS", "GET"]
+        assert '"GET /missing HTTP/1.1" 404' in lines[-1]
+    else:
+        assert lines == []
+
+
+def test_listens_on_loopback_only_by_default(serve):
+    server = serve()
+    listening = [c.laddr for c in psutil.Process(server.proc.pid).net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
+    assert f"Listening at: http://127.0.0.1:{server.port}" in server.log()
+
+
+@pytest.mark.parametrize("args", [["--workers", "0"], ["--port", "0"], ["--port", "70000"],
+                                  ["--max-body", "-1"], ["--durability", "sometimes"]])
+def test_bad_arguments_exit_2(tmp_path, args):
+    result = run_cli("--data", str(tmp_path / "d"), *args)
+    assert result.returncode == 2, result
+    assert "error" in result.stderr
+
+
+def test_unusable_data_directory_is_an_error_not_a_traceback(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    not_a_store = tmp_path / "junk"
+    not_a_store.mkdir()
+    (not_a_store / "data.mdb").write_text("not lmdb")
+    for data in (not_a_dir, not_a_store):
+        result = run_cli("--data", str(data), "--port", str(free_port()))
+        assert result.returncode == 1, result
+        assert result.stderr.startswith("lakebench serve: error:") and "Traceback" not in result.stderr

@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep monitoring this long after the load (default: 3)")
     run.add_argument("--interval", type=_non_negative_float, default=0.5,
                      help="monitor sampling interval in seconds (default: 0.5)")
+    run.add_argument("--driver", choices=("client", "locust"), default="client",
+                     help="how HTTP systems are driven: lakebench's own client, one child at a time "
+                     "(default), or Locust as a library, which also reads the parent in its three "
+                     "Prefer variants")
+    run.add_argument("--users", type=_positive_int, default=1,
+                     help="concurrent Locust users with --driver locust (default: 1)")
     run.add_argument("--keep-data", action="store_true",
                      help="keep each system's data directory under OUT/data")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -149,6 +155,11 @@ def cmd_run(args) -> int:
                  parent=args.parent)
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
+    if args.driver == "locust":
+        in_process = [n for n in args.systems if systems.load(n).transport != "http"]
+        if in_process:
+            raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
+                             f"{', '.join(in_process)}")
     if "ldp" in args.systems and not args.system_url:
         raise UsageError("lakebench run: error: the ldp system needs --system-url")
     out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
@@ -172,6 +183,8 @@ def cmd_run(args) -> int:
         interval=args.interval,
         keep_data=args.keep_data,
         progress=not args.quiet,
+        driver=args.driver,
+        users=args.users,
         command=" ".join(["lakebench", *sys.argv[1:]]),
         options={
             "system_url": args.system_url,

@@ -710,20 +710,14 @@ class WorkerCoordinator(_Coordinator):
 
 def create_parent(parent_url: str) -> None:
     """PUT the parent container; refuse if it exists.  Not a Locust request: set-up is not measured."""
-    import urllib3
+    from lakebench.systems import ldp
+    from lakebench.systems.base import SystemFailure
 
-    http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=10.0, read=120.0))
+    http = ldp.new_pool()
     try:
-        existing = http.request("HEAD", parent_url)
-        if existing.status != 404:
-            raise LoadTestError(f"{parent_url} already exists (HTTP {existing.status}): "
-                                "choose another parent name with --parent")
-        made = http.request("PUT", parent_url, body=b"", headers={"Content-Type": TURTLE})
-        if made.status not in (200, 201, 204):
-            detail = made.data[:300].decode("utf-8", "replace").strip()
-            raise LoadTestError(f"PUT {parent_url}: HTTP {made.status} {detail}")
-    except urllib3.exceptions.HTTPError as exc:
-        raise LoadTestError(f"cannot reach {parent_url}: {exc}") from None
+        ldp.create_parent(http, parent_url)
+    except SystemFailure as exc:
+        raise LoadTestError(str(exc)) from None
     finally:
         http.clear()
 

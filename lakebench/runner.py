@@ -33,6 +33,7 @@ from pathlib import Path
 
 from lakebench import environment, results, systems
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
+from lakebench.systems.base import Retrieval
 from lakebench.workload import LDP_CONTAINS, Workload
 
 
@@ -52,6 +53,8 @@ class RunConfig:
     interval: float = 0.5
     keep_data: bool = False
     progress: bool = True
+    driver: str = "client"  # or "locust", for HTTP systems
+    users: int = 1  # concurrent Locust users (driver "locust")
     options: dict = field(default_factory=dict)
     command: str = ""  # the command line, recorded in results
 
@@ -93,30 +96,10 @@ def _progress(total: int, label: str, enabled: bool):
     return tqdm(total=total, desc=label, unit="child", mininterval=interval, file=sys.stderr)
 
 
-def worker(spec: dict, events: _Events) -> dict:
-    """Measure one system once; returns the run record (also sent as an event)."""
-    workload = Workload(**spec["workload"])
-    system_cls = systems.load_target(spec["target"])
-    system = system_cls(Path(spec["data_dir"]), workload, spec.get("options"))
-    record: dict = {
-        "system": spec["system"],
-        "run": spec["run"],
-        "durability": system.durability,
-        "transport": system.transport,
-    }
+def _drive_with_client(system, workload, spec, events):
+    """lakebench's own loop: one child at a time, each create_child timed alone."""
     latencies: list[float] = []
-    events.send("phase", phase="setup")
-    system.setup()
-    pid = system.pid()
-    disk_path = system.disk_path()
-    events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)
-    in_process = pid == os.getpid()
-
-    # Only CPU spent by the system counts: when the system runs in this very
-    # process, the CPU spent generating graphs is subtracted.
-    cpu_start = tree_cpu_seconds(pid)
     generate_cpu = 0.0
-    events.send("phase", phase="ingest")
     bar = _progress(workload.children, spec["system"], spec.get("progress", False))
     wall_start = time.perf_counter()
     for index in range(workload.children):
@@ -146,6 +129,68 @@ def worker(spec: dict, events: _Events) -> dict:
         t0 = time.perf_counter()
         retrieval = system.retrieve_parent()
         retrieval_times.append(time.perf_counter() - t0)
+    return latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, None
+
+
+def _drive_with_locust(system, workload, spec, events):
+    """Locust as a library: its users PUT the children, its requests are timed by Locust.
+
+    The parent is then read once in each of three variants (full, omit
+    containment, minimal container).  Importing Locust monkey-patches this
+    worker with gevent, which is why each run has a process of its own.
+    """
+    from lakebench.loadtest import ingest_with_locust
+
+    wall_start = time.perf_counter()
+    out = ingest_with_locust(system.base, workload, users=spec.get("users", 1))
+    ingest_wall = time.perf_counter() - wall_start
+    if out["failures"]:
+        first = out["failures"][0]
+        raise RuntimeError(f"{len(out['failures'])} PUTs failed under Locust, the first: {first}")
+    latencies = out["latencies"]
+    events.send("progress", children=len(latencies))
+    events.send("latencies", seconds=latencies)
+    events.send("phase", phase="retrieve")
+    full = out["retrievals"]["full"]
+    retrieval = Retrieval(body=full["body"], parent_uri=system.parent_url,
+                          content_type=full.get("content_type") or "text/turtle")
+    variants = {name: round(r["seconds"], 6) for name, r in out["retrievals"].items()}
+    return latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, variants
+
+
+def worker(spec: dict, events: _Events) -> dict:
+    """Measure one system once; returns the run record (also sent as an event)."""
+    workload = Workload(**spec["workload"])
+    system_cls = systems.load_target(spec["target"])
+    system = system_cls(Path(spec["data_dir"]), workload, spec.get("options"))
+    driver = spec.get("driver", "client")
+    record: dict = {
+        "system": spec["system"],
+        "run": spec["run"],
+        "durability": system.durability,
+        "transport": system.transport,
+        "driver": driver,
+        **({"users": spec.get("users", 1)} if driver == "locust" else {}),
+    }
+    if driver == "locust" and system.transport != "http":
+        raise ValueError(f"--driver locust drives HTTP systems only; {spec['system']} runs in-process")
+    events.send("phase", phase="setup")
+    if driver == "locust":
+        system.connect()  # Locust creates the parent itself
+    else:
+        system.setup()
+    pid = system.pid()
+    disk_path = system.disk_path()
+    events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)
+    in_process = pid == os.getpid()
+
+    cpu_start = tree_cpu_seconds(pid)
+    events.send("phase", phase="ingest")
+    drive = _drive_with_locust if driver == "locust" else _drive_with_client
+    latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, variants = drive(
+        system, workload, spec, events)
+    # Only CPU spent by the system counts: when the system runs in this very
+    # process, the CPU spent generating graphs is subtracted.
     cpu_end = tree_cpu_seconds(pid)
     cpu_seconds = None if cpu_start is None or cpu_end is None else round(
         cpu_end - cpu_start - (generate_cpu if in_process else 0.0), 3)
@@ -162,6 +207,7 @@ def worker(spec: dict, events: _Events) -> dict:
                 "all_seconds": [round(t, 6) for t in retrieval_times],
                 "containment_triples": count_containment(retrieval),
                 "bytes": len(retrieval.body),
+                **({"variants_seconds": variants} if variants else {}),
             },
             "cpu_seconds": cpu_seconds,
             "triples_total": system.triples_total(),
@@ -194,6 +240,11 @@ def count_containment(retrieval) -> int:
 
 def _worker_main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
+    if spec.get("driver") == "locust":
+        # Locust runs on gevent: patch before the system imports ssl/urllib3.
+        from gevent import monkey
+
+        monkey.patch_all()
     events = _Events(int(argv[1]))
     try:
         record = worker(spec, events)
@@ -228,6 +279,8 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tu
         "retrievals": config.retrievals,
         "tail_seconds": config.tail_seconds,
         "progress": config.progress,
+        "driver": config.driver,
+        "users": config.users,
         "options": config.options,
     }
     read_fd, write_fd = os.pipe()

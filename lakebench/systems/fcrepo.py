@@ -28,12 +28,8 @@ class FcrepoSystem(LdpSystem):
             data_dir=self.data_dir / "fcrepo",
             heap=self.options.get("fcrepo_heap", "2g"),
         )
+        self.server_pid = self.fedora.pid
         return self.fedora.base_url
-
-    def setup(self) -> None:
-        super().setup()
-        if self.fedora is not None:
-            self.server_pid = self.fedora.pid
 
     def disk_path(self):
         return self.fedora.home if self.fedora is not None else None

@@ -34,45 +34,28 @@ class LdpSystem(System):
         return url
 
     def setup(self) -> None:
+        self.connect()
+        create_parent(self.http, self.parent_url)
+
+    def connect(self) -> None:
+        """Start the server (if ours) and open the client pool; the parent is not created."""
         self.server_pid: int | None = None
         base = self.start_server()
         self.base = base if base.endswith("/") else base + "/"
-        self.http = urllib3.PoolManager(
-            num_pools=1,
-            maxsize=1,
-            retries=False,  # a failed request is a result, never silently repeated
-            timeout=urllib3.Timeout(connect=10.0, read=600.0),
-        )
+        self.http = new_pool()
         self.parent_url = self.base + self.workload.parent
-        existing = self._request("HEAD", self.parent_url)
-        if existing.status != 404:
-            raise SystemFailure(
-                f"{self.parent_url} already exists (HTTP {existing.status}): "
-                "choose another parent name with --parent"
-            )
-        self._expect(self._request("PUT", self.parent_url, body=b"", headers={"Content-Type": TURTLE}),
-                     "PUT", self.parent_url, (200, 201, 204))
 
     def _request(self, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
-        try:
-            return self.http.request(method, url, **kwargs)
-        except urllib3.exceptions.HTTPError as exc:
-            raise SystemFailure(f"{method} {url}: {exc}") from exc
-
-    @staticmethod
-    def _expect(response, method: str, url: str, statuses: tuple[int, ...]) -> None:
-        if response.status not in statuses:
-            detail = response.data[:300].decode("utf-8", "replace").strip()
-            raise SystemFailure(f"{method} {url}: HTTP {response.status} {detail}")
+        return request(self.http, method, url, **kwargs)
 
     def create_child(self, child: Child) -> None:
         url = f"{self.base}{child.path}"
         response = self._request("PUT", url, body=child.turtle, headers={"Content-Type": TURTLE})
-        self._expect(response, "PUT", url, (200, 201, 204))
+        expect(response, "PUT", url, (200, 201, 204))
 
     def retrieve_parent(self) -> Retrieval:
         response = self._request("GET", self.parent_url, headers={"Accept": TURTLE})
-        self._expect(response, "GET", self.parent_url, (200,))
+        expect(response, "GET", self.parent_url, (200,))
         return Retrieval(
             body=response.data,
             parent_uri=self.parent_url,
@@ -89,3 +72,32 @@ class LdpSystem(System):
         http = getattr(self, "http", None)
         if http is not None:
             http.clear()
+
+
+def new_pool() -> urllib3.PoolManager:
+    """One keep-alive connection, no retries: a failed request is a result, never repeated."""
+    return urllib3.PoolManager(num_pools=1, maxsize=1, retries=False,
+                               timeout=urllib3.Timeout(connect=10.0, read=600.0))
+
+
+def request(http: urllib3.PoolManager, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
+    try:
+        return http.request(method, url, **kwargs)
+    except urllib3.exceptions.HTTPError as exc:
+        raise SystemFailure(f"{method} {url}: {exc}") from exc
+
+
+def expect(response, method: str, url: str, statuses: tuple[int, ...]) -> None:
+    if response.status not in statuses:
+        detail = response.data[:300].decode("utf-8", "replace").strip()
+        raise SystemFailure(f"{method} {url}: HTTP {response.status} {detail}")
+
+
+def create_parent(http: urllib3.PoolManager, parent_url: str) -> None:
+    """PUT an empty container at ``parent_url``; refuse if something is there already."""
+    existing = request(http, "HEAD", parent_url)
+    if existing.status != 404:
+        raise SystemFailure(f"{parent_url} already exists (HTTP {existing.status}): "
+                            "choose another parent name with --parent")
+    made = request(http, "PUT", parent_url, body=b"", headers={"Content-Type": TURTLE})
+    expect(made, "PUT", parent_url, (200, 201, 204))

@@ -36,6 +36,7 @@ class LmdbHttpSystem(LdpSystem):
         self._log = open(self.log_path, "wb")
         self.server = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL)
+        self.server_pid = self.server.pid
         base = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
@@ -50,10 +51,6 @@ class LmdbHttpSystem(LdpSystem):
                 time.sleep(0.1)
         self.close()
         raise SystemFailure(f"lakebench serve did not answer within {READY_TIMEOUT:.0f} s; see {self.log_path}")
-
-    def setup(self) -> None:
-        super().setup()
-        self.server_pid = self.server.pid
 
     def disk_path(self):
         return self.store_dir

@@ -1,0 +1,36 @@
+"""lmdb-http: the runner starts `lakebench serve`, drives it over HTTP, stops it."""
+from __future__ import annotations
+
+import pytest
+
+from lakebench.runner import RunConfig, run
+
+
+@pytest.mark.parametrize("driver", ["client", "locust"])
+def test_lmdb_http_in_the_runner(tmp_path, driver):
+    config = RunConfig(systems=["lmdb-http-nosync"], children=40, out=tmp_path, tail_seconds=0.5,
+                       interval=0.1, progress=False, driver=driver, users=2 if driver == "locust" else 1,
+                       keep_data=True)
+    doc = run(config, log=lambda *_: None)
+    entry = doc["systems"][0]
+    assert entry["status"] == "ok", entry["error"]
+    assert entry["driver"] == driver and entry["transport"] == "http"
+    assert entry["children"] == 40
+    assert entry["parent"]["containment_triples"] == 40
+    assert entry["peak_rss_bytes"] > 20_000_000  # the server's process tree, not unknown
+    assert entry["disk_bytes"] > 0 and entry["cpu_seconds"] > 0
+    if driver == "locust":
+        assert set(entry["parent"]["variants_seconds"]) == {"full", "omit_containment", "minimal"}
+        assert entry["users"] == 2
+    # The server stopped cleanly and left a consistent store behind.
+    from lakebench.store import check
+
+    assert check(tmp_path / "data" / "lmdb-http-nosync-0" / "store") == []
+    log = (tmp_path / "data" / "lmdb-http-nosync-0" / "serve.log").read_text()
+    assert "Traceback" not in log
+
+
+def test_locust_driver_refuses_in_process_systems(tmp_path):
+    from lakebench.cli import main
+
+    assert main(["run", "--systems", "lmdb", "--driver", "locust", "--out", str(tmp_path)]) == 2

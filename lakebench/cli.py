@@ -32,6 +32,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_int_list(text: str) -> list[int]:
+    """``"1000,10000"`` -> [1000, 10000]: one value, or a sweep."""
+    values = [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("no value given")
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"a value is given twice: {text}")
+    return values
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -81,12 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--systems", type=_system_list, default=_system_list(DEFAULT_SYSTEMS),
                      help=f"comma-separated systems to measure, from: {', '.join(systems.SYSTEMS)} "
                      f"(default: {DEFAULT_SYSTEMS})")
-    run.add_argument("--children", type=_positive_int, default=10_000,
-                     help="children created under the parent (default: 10000)")
+    run.add_argument("--children", type=_positive_int_list, default=[10_000],
+                     help="children created under the parent; comma-separated values sweep the size, "
+                     "one case each (default: 10000)")
     run.add_argument("--triples", type=_positive_int, default=200,
                      help="triples per child, split 1:1:2 external/internal/literal (default: 200)")
-    run.add_argument("--literal-length", type=_positive_int, default=64,
-                     help="characters per random literal, for payload sweeps (default: 64)")
+    run.add_argument("--literal-length", type=_positive_int_list, default=[64],
+                     help="characters per random literal; comma-separated values sweep the payload "
+                     "size, e.g. 1,64,1024,65536 (default: 64)")
     run.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     run.add_argument("--repeat", type=_positive_int, default=1,
                      help="runs per system, interleaved; the table shows mean ± std (default: 1)")
@@ -105,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="results directory (default: results/run-YYYYmmdd-HHMMSS)")
     run.add_argument("--retrievals", type=_positive_int, default=3,
                      help="timed retrievals of the parent; the median is reported (default: 3)")
+    run.add_argument("--cold", action="store_true",
+                     help="drop the OS page cache before each parent retrieval (needs root; otherwise "
+                     "the retrievals stay warm and the results say so)")
     run.add_argument("--tail-seconds", type=_non_negative_float, default=3.0,
                      help="keep monitoring this long after the load (default: 3)")
     run.add_argument("--interval", type=_non_negative_float, default=0.5,
@@ -151,8 +166,9 @@ def cmd_run(args) -> int:
     from lakebench.workload import Workload
 
     try:
-        Workload(children=args.children, triples=args.triples, literal_length=args.literal_length,
-                 parent=args.parent)
+        for children in args.children:
+            for length in args.literal_length:
+                Workload(children=children, triples=args.triples, literal_length=length, parent=args.parent)
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
     if args.driver == "locust":
@@ -183,6 +199,7 @@ def cmd_run(args) -> int:
         interval=args.interval,
         keep_data=args.keep_data,
         progress=not args.quiet,
+        cold=args.cold,
         driver=args.driver,
         users=args.users,
         command=" ".join(["lakebench", *sys.argv[1:]]),
@@ -194,8 +211,10 @@ def cmd_run(args) -> int:
     )
     document = run(config)
     print()
-    print(f"Reference: {document['reference']} = 100%.  {args.children} children x "
-          f"{args.triples} triples, seed {args.seed}.")
+    sizes = ",".join(f"{n}" for n in args.children)
+    lengths = ",".join(f"{n}" for n in args.literal_length)
+    print(f"Reference: {document['reference']} = 100% (per case).  {sizes} children x "
+          f"{args.triples} triples, {lengths}-character literals, seed {args.seed}.")
     print(results.format_table(results.summary_rows(document)))
     print(f"\nResults: {out / 'results.json'}  (per-child latencies: {out / 'latencies.csv'})")
     failed = [s["name"] for s in document["systems"] if s["status"] != "ok"]

@@ -8,7 +8,8 @@ A results directory holds:
 * ``results.json``: environment, workload, and one entry per system
   (means over repeated runs, their standard deviations, each run's record,
   and the monitor's series);
-* ``latencies.csv``: ``system,run,index,seconds`` for every child created.
+* ``latencies.csv``: ``system,children,literal_length,run,index,seconds``
+  for every child created.
 """
 from __future__ import annotations
 
@@ -156,18 +157,22 @@ def compare_with_reference(systems: list[dict], reference: str | None) -> None:
                 entry["vs_reference"][path] = round(100.0 * mine / theirs, 1)
 
 
-def write(out: Path, document: dict, latencies: dict[tuple[str, int], Sequence[float]]) -> None:
-    """Write ``results.json`` and ``latencies.csv`` into ``out``."""
+def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, int], Sequence[float]]) -> None:
+    """Write ``results.json`` and ``latencies.csv`` into ``out``.
+
+    ``latencies`` maps (system, children, literal_length, run) to the
+    seconds of each child, in creation order.
+    """
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(out / "results.json")
     with open(out / "latencies.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["system", "run", "index", "seconds"])
-        for (system, run), values in latencies.items():
+        writer.writerow(["system", "children", "literal_length", "run", "index", "seconds"])
+        for (system, children, literal_length, run), values in latencies.items():
             for index, seconds in enumerate(values):
-                writer.writerow([system, run, index, f"{seconds:.7f}"])
+                writer.writerow([system, children, literal_length, run, index, f"{seconds:.7f}"])
 
 
 def load(out: Path) -> dict:
@@ -175,13 +180,36 @@ def load(out: Path) -> dict:
     return json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))
 
 
-def load_latencies(out: Path) -> dict[tuple[str, int], list[float]]:
-    """Read ``latencies.csv``: (system, run) -> seconds per child, in order."""
-    series: dict[tuple[str, int], list[float]] = {}
+def load_latencies(out: Path) -> dict[tuple[str, int, int, int], list[float]]:
+    """Read ``latencies.csv``: (system, children, literal_length, run) -> seconds per child, in order."""
+    series: dict[tuple[str, int, int, int], list[float]] = {}
     with open(Path(out) / "latencies.csv", newline="") as f:
         for row in csv.DictReader(f):
-            series.setdefault((row["system"], int(row["run"])), []).append(float(row["seconds"]))
+            key = (row["system"], int(row["children"]), int(row["literal_length"]), int(row["run"]))
+            series.setdefault(key, []).append(float(row["seconds"]))
     return series
+
+
+def latency_key(entry: dict, run: int) -> tuple[str, int, int, int]:
+    """The key of ``load_latencies`` for run ``run`` of a system entry."""
+    return entry["name"], entry["children"], entry["literal_length"], run
+
+
+def case_label(entry: dict, systems: list[dict]) -> str:
+    """The system's name, with the swept parameters when a sweep holds it more than once.
+
+    >>> rows = [{"name": "a", "children": 10, "literal_length": 64},
+    ...         {"name": "a", "children": 20, "literal_length": 64}]
+    >>> case_label(rows[1], rows)
+    'a (20 children)'
+    """
+    same = [s for s in systems if s["name"] == entry["name"]]
+    parts = []
+    if len({s.get("children") for s in same}) > 1:
+        parts.append(f"{entry['children']:,} children")
+    if len({s.get("literal_length") for s in same}) > 1:
+        parts.append(f"{entry['literal_length']:,}-char literals")
+    return f"{entry['name']} ({', '.join(parts)})" if parts else entry["name"]
 
 
 # -- the summary table, in the seed report's shape -------------------------
@@ -223,8 +251,9 @@ def summary_rows(document: dict) -> list[list[str]]:
     rows = [header]
     triples_per_child = document.get("workload", {}).get("triples_per_child", 0)
     for s in document["systems"]:
+        label = case_label(s, document["systems"])
         if s["status"] != "ok":
-            rows.append([s["name"], s.get("durability") or "-", "FAILED: " + (s.get("error") or "?")[:60]]
+            rows.append([label, s.get("durability") or "-", "FAILED: " + (s.get("error") or "?")[:60]]
                         + [""] * (len(header) - 3))
             continue
         vs = s.get("vs_reference", {})
@@ -236,7 +265,7 @@ def summary_rows(document: dict) -> list[list[str]]:
         # system (a server may store triples of its own on top).
         sent = s["children"] * triples_per_child
         rows.append([
-            s["name"],
+            label,
             s.get("durability") or "-",
             _with_std(s, "ingest_seconds", _fmt_duration(s["ingest_seconds"]), unit=" s"),
             _with_std(s, "per_resource_ms.mean", f"{per['mean']:.2f} ms", unit=" ms"),

@@ -28,6 +28,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -40,9 +41,9 @@ from lakebench.workload import LDP_CONTAINS, Workload
 @dataclass
 class RunConfig:
     systems: list[str]
-    children: int = 10_000
+    children: int | Sequence[int] = 10_000  # several: a sweep, one case each
     triples: int = 200
-    literal_length: int = 64
+    literal_length: int | Sequence[int] = 64  # several: a payload-size sweep
     seed: int = 0
     parent: str = "parent"
     repeat: int = 1
@@ -53,19 +54,24 @@ class RunConfig:
     interval: float = 0.5
     keep_data: bool = False
     progress: bool = True
+    cold: bool = False  # drop the OS page cache before each parent retrieval
     driver: str = "client"  # or "locust", for HTTP systems
     users: int = 1  # concurrent Locust users (driver "locust")
     options: dict = field(default_factory=dict)
     command: str = ""  # the command line, recorded in results
 
-    def workload(self) -> Workload:
-        return Workload(
-            children=self.children,
-            triples=self.triples,
-            literal_length=self.literal_length,
-            seed=self.seed,
-            parent=self.parent,
-        )
+    def cases(self) -> list[Workload]:
+        """One workload per combination of the swept children counts and literal lengths."""
+        return [
+            Workload(children=n, triples=self.triples, literal_length=length, seed=self.seed,
+                     parent=self.parent)
+            for n in _as_list(self.children)
+            for length in _as_list(self.literal_length)
+        ]
+
+
+def _as_list(value) -> list[int]:
+    return [value] if isinstance(value, int) else list(value)
 
 
 # -- worker side -----------------------------------------------------------
@@ -125,11 +131,29 @@ def _drive_with_client(system, workload, spec, events):
     events.send("phase", phase="retrieve")
     retrieval_times = []
     retrieval = None
+    cold = spec.get("cold", False)
     for _ in range(spec.get("retrievals", 3)):
+        if cold:
+            cold = drop_page_cache()  # once refused, the rest are warm too
         t0 = time.perf_counter()
         retrieval = system.retrieve_parent()
         retrieval_times.append(time.perf_counter() - t0)
-    return latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, None
+    return latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, None, "cold" if cold else "warm"
+
+
+def drop_page_cache() -> bool:
+    """Write dirty pages and drop the OS page cache (root only); whether it was done.
+
+    Pages a process has mapped and touched (an in-process LMDB store's) may
+    stay resident: the kernel drops only what nobody maps.
+    """
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        return False
+    return True
 
 
 def _drive_with_locust(system, workload, spec, events):
@@ -155,7 +179,7 @@ def _drive_with_locust(system, workload, spec, events):
     retrieval = Retrieval(body=full["body"], parent_uri=system.parent_url,
                           content_type=full.get("content_type") or "text/turtle")
     variants = {name: round(r["seconds"], 6) for name, r in out["retrievals"].items()}
-    return latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, variants
+    return latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, variants, "warm"
 
 
 def worker(spec: dict, events: _Events) -> dict:
@@ -187,7 +211,7 @@ def worker(spec: dict, events: _Events) -> dict:
     cpu_start = tree_cpu_seconds(pid)
     events.send("phase", phase="ingest")
     drive = _drive_with_locust if driver == "locust" else _drive_with_client
-    latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, variants = drive(
+    latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, variants, cache = drive(
         system, workload, spec, events)
     # Only CPU spent by the system counts: when the system runs in this very
     # process, the CPU spent generating graphs is subtracted.
@@ -199,6 +223,7 @@ def worker(spec: dict, events: _Events) -> dict:
     record.update(
         {
             "children": len(latencies),
+            "literal_length": workload.literal_length,
             "ingest_seconds": round(sum(latencies), 6),
             "ingest_wall_seconds": round(ingest_wall, 6),
             "parent": {
@@ -207,6 +232,7 @@ def worker(spec: dict, events: _Events) -> dict:
                 "all_seconds": [round(t, 6) for t in retrieval_times],
                 "containment_triples": count_containment(retrieval),
                 "bytes": len(retrieval.body),
+                "cache": cache,
                 **({"variants_seconds": variants} if variants else {}),
             },
             "cpu_seconds": cpu_seconds,
@@ -257,13 +283,14 @@ def _worker_main(argv: list[str]) -> int:
 
 # -- parent side -----------------------------------------------------------
 
-def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tuple[dict, list[float]]:
-    """Measure system ``name`` once in a fresh worker; returns (record, latencies)."""
-    data_dir = data_root / f"{name}-{run_index}"
+def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
+            w: Workload) -> tuple[dict, list[float]]:
+    """Measure system ``name`` once on workload ``w`` in a fresh worker; returns (record, latencies)."""
+    case = "" if len(config.cases()) == 1 else f"-{w.children}x{w.literal_length}"
+    data_dir = data_root / f"{name}{case}-{run_index}"
     if data_dir.exists():
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True)
-    w = config.workload()
     spec = {
         "system": name,
         "target": systems.target(name),
@@ -279,6 +306,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tu
         "retrievals": config.retrievals,
         "tail_seconds": config.tail_seconds,
         "progress": config.progress,
+        "cold": config.cold,
         "driver": config.driver,
         "users": config.users,
         "options": config.options,
@@ -336,46 +364,55 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path) -> tu
 
 
 def run(config: RunConfig, log=print) -> dict:
-    """Run every system ``config.repeat`` times; write and return the results document."""
+    """Run every system on every case ``config.repeat`` times; write and return the results document."""
     out = Path(config.out)
     data_root = out / "data"
     data_root.mkdir(parents=True, exist_ok=True)
     started = datetime.now(timezone.utc)
-    runs: dict[str, list[dict]] = {name: [] for name in config.systems}
-    latencies: dict[tuple[str, int], list[float]] = {}
-    # Interleave repeats (A B A B ...) so slow drift of a shared machine
-    # spreads over every system instead of landing on one.
-    for run_index in range(config.repeat):
-        for name in config.systems:
-            label = f"{name} (run {run_index + 1}/{config.repeat})" if config.repeat > 1 else name
-            log(f"== {label}: {config.children} children")
-            record, lat = run_one(config, name, run_index, data_root)
-            runs[name].append(record)
-            latencies[(name, run_index)] = lat
-            if record["status"] == "ok":
-                log(f"   {record['ingest_seconds']:.1f} s ingest, "
-                    f"{record['per_resource_ms']['mean']:.2f} ms per child, "
-                    f"parent {record['parent']['seconds'] * 1000:.1f} ms")
-            else:
-                log(f"   FAILED: {record['error']}")
+    cases = config.cases()
+    runs: dict[tuple[str, Workload], list[dict]] = {}
+    latencies: dict[tuple, list[float]] = {}
+    for w in cases:
+        # Interleave repeats (A B A B ...) so slow drift of a shared machine
+        # spreads over every system instead of landing on one.
+        for run_index in range(config.repeat):
+            for name in config.systems:
+                label = f"{name} (run {run_index + 1}/{config.repeat})" if config.repeat > 1 else name
+                log(f"== {label}: {w.children} children, {w.literal_length}-character literals")
+                record, lat = run_one(config, name, run_index, data_root, w)
+                runs.setdefault((name, w), []).append(record)
+                latencies[(name, w.children, w.literal_length, run_index)] = lat
+                if record["status"] == "ok":
+                    log(f"   {record['ingest_seconds']:.1f} s ingest, "
+                        f"{record['per_resource_ms']['mean']:.2f} ms per child, "
+                        f"parent {record['parent']['seconds'] * 1000:.1f} ms")
+                else:
+                    log(f"   FAILED: {record['error']}")
     if not config.keep_data:
         shutil.rmtree(data_root, ignore_errors=True)
-    entries = [results.aggregate(name, runs[name]) for name in config.systems]
     reference = config.reference or ("fcrepo" if "fcrepo" in config.systems else config.systems[0])
-    results.compare_with_reference(entries, reference)
+    entries = []
+    for w in cases:  # each case compared with the reference's row of the same case
+        case_entries = [results.aggregate(name, runs[(name, w)]) for name in config.systems]
+        results.compare_with_reference(case_entries, reference)
+        entries += case_entries
+    workload = cases[0].describe()
+    if len(cases) > 1:
+        workload["sweep"] = {"children": sorted({w.children for w in cases}),
+                             "literal_length": sorted({w.literal_length for w in cases})}
     document = {
         "schema": results.SCHEMA_VERSION,
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": config.command,
         "environment": environment.describe(),
-        "workload": config.workload().describe(),
+        "workload": workload,
         "settings": {
             "repeat": config.repeat,
             "retrievals": config.retrievals,
             "tail_seconds": config.tail_seconds,
             "sample_interval_seconds": config.interval,
-            "cache": "warm",
+            "cache": "cold" if config.cold else "warm",
         },
         "reference": reference,
         "systems": entries,

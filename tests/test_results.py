@@ -64,9 +64,16 @@ def test_write_load_and_table(tmp_path):
     bad = results.aggregate("z", [_run("z", 0, 0, 0, 0, status="failed")])
     results.compare_with_reference([a, bad], "a")
     doc = {"schema": 1, "systems": [a, bad]}
-    results.write(tmp_path, doc, {("a", 0): [0.002] * 10})
+    results.write(tmp_path, doc, {("a", 10, 64, 0): [0.002] * 10})
     assert results.load(tmp_path)["systems"][0]["name"] == "a"
-    assert results.load_latencies(tmp_path)[("a", 0)] == [0.002] * 10
+    assert results.load_latencies(tmp_path)[("a", 10, 64, 0)] == [0.002] * 10
     table = results.format_table(results.summary_rows(doc))
     assert "FAILED: boom" in table
     assert "100%" in table
+
+
+def test_case_label_names_only_what_was_swept():
+    rows = [{"name": "a", "children": 10, "literal_length": 1}, {"name": "a", "children": 10, "literal_length": 64},
+            {"name": "b", "children": 10, "literal_length": 1}]
+    assert results.case_label(rows[1], rows) == "a (64-char literals)"
+    assert results.case_label(rows[2], rows) == "b"

@@ -102,3 +102,36 @@ def test_repeat_gives_mean_and_std(tmp_path):
     entry = doc["systems"][0]
     assert entry["repeat"] == 2 and len(entry["runs"]) == 2 and len(entry["samples"]) == 2
     assert "ingest_seconds" in entry["std"]
+
+
+def test_sweep_of_sizes_and_literal_lengths(tmp_path):
+    config = RunConfig(systems=["memory", "lmdb-nosync"], children=[6, 12], literal_length=[1, 100],
+                       out=tmp_path, tail_seconds=0, interval=0.1, progress=False, reference="lmdb-nosync")
+    doc = run(config, log=lambda *_: None)
+    cases = {(s["name"], s["children"], s["literal_length"]) for s in doc["systems"]}
+    assert cases == {(n, c, l) for n in ("memory", "lmdb-nosync") for c in (6, 12) for l in (1, 100)}
+    assert all(s["parent"]["containment_triples"] == s["children"] for s in doc["systems"])
+    # Each case is compared with the reference's row of the same case.
+    assert all(s["vs_reference"]["per_resource_ms.mean"] == 100.0
+               for s in doc["systems"] if s["name"] == "lmdb-nosync")
+    assert doc["workload"]["sweep"] == {"children": [6, 12], "literal_length": [1, 100]}
+    series = results.load_latencies(tmp_path)
+    assert len(series[("memory", 12, 100, 0)]) == 12 and len(series[("memory", 6, 1, 0)]) == 6
+    # Longer literals make a bigger store.
+    disk = {(s["children"], s["literal_length"]): s["disk_bytes"] for s in doc["systems"] if s["name"] == "lmdb-nosync"}
+    assert disk[(12, 100)] >= disk[(12, 1)]
+    table = results.format_table(results.summary_rows(doc))
+    assert "memory (12 children, 100-char literals)" in table
+
+
+def test_cold_cache_retrievals(tmp_path):
+    import os
+
+    config = RunConfig(systems=["lmdb-nosync"], children=5, out=tmp_path, tail_seconds=0, interval=0.1,
+                       progress=False, cold=True)
+    doc = run(config, log=lambda *_: None)
+    entry = doc["systems"][0]
+    assert doc["settings"]["cache"] == "cold"
+    # Root may drop the page cache; anyone else gets warm retrievals, said so.
+    can_drop = os.geteuid() == 0 and os.access("/proc/sys/vm/drop_caches", os.W_OK)
+    assert entry["parent"]["cache"] == ("cold" if can_drop else "warm")

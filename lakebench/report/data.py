@@ -31,8 +31,8 @@ class ReportError(Exception):
 class ReportData:
     results_dir: Path
     document: dict
-    #: (system, run) -> seconds of each create_child call, in order.
-    latencies: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    #: (system, children, literal_length, run) -> seconds of each create_child call, in order.
+    latencies: dict[tuple[str, int, int, int], list[float]] = field(default_factory=dict)
     #: (path, pytest-benchmark document) for each ``--benchmarks`` file.
     benchmarks: list[tuple[Path, dict]] = field(default_factory=list)
 
@@ -75,31 +75,20 @@ class ReportData:
         return next((s for s in self.ok if s["name"] == name), None)
 
     def label(self, entry: dict) -> str:
-        """The system's name, with its size when a sweep holds it more than once."""
-        same = [s for s in self.systems if s["name"] == entry["name"]]
-        if len(same) > 1 and entry.get("children") is not None:
-            return f"{entry['name']} ({entry['children']:,})"
-        return entry["name"]
+        """The system's name, with the swept parameters when a sweep holds it more than once."""
+        return results.case_label(entry, self.systems)
 
     def color(self, entry: dict) -> str:
         names = list(dict.fromkeys(s["name"] for s in self.systems))
         return PALETTE[names.index(entry["name"]) % len(PALETTE)]
 
     def latency_runs(self, entry: dict) -> list[list[float]]:
-        """Per-child seconds of each run of ``entry`` that has them.
-
-        latencies.csv is keyed by (system, run); when a sweep holds a system
-        more than once, a series belongs to the entry of its length.
-        """
-        runs = []
-        for run in range(int(entry.get("repeat") or 1)):
-            series = self.latencies.get((entry["name"], run))
-            if not series:
-                continue
-            if self.label(entry) != entry["name"] and len(series) != entry.get("children"):
-                continue
-            runs.append(series)
-        return runs
+        """Per-child seconds of each run of ``entry`` that has them."""
+        if entry.get("children") is None:  # a failed entry
+            return []
+        series = (self.latencies.get(results.latency_key(entry, run))
+                  for run in range(int(entry.get("repeat") or 1)))
+        return [s for s in series if s]
 
     def median_growth(self, entry: dict) -> tuple[float, float, float] | None:
         """Median ms per child of the first and last 10% of children, and their ratio.
@@ -125,8 +114,9 @@ class ReportData:
     def sweep(self) -> dict[str, list[dict]]:
         """Systems measured at several sizes: name -> ok entries by children."""
         by_name: dict[str, dict[int, dict]] = {}
-        for s in self.ok:
-            if s.get("children") is not None:
+        length = get_path(self.document, "workload.literal_length")
+        for s in self.ok:  # sizes at the first literal length (a payload sweep is another axis)
+            if s.get("children") is not None and s.get("literal_length", length) == length:
                 by_name.setdefault(s["name"], {})[s["children"]] = s
         return {name: [sizes[n] for n in sorted(sizes)] for name, sizes in by_name.items() if len(sizes) > 1}
 

@@ -1996,19 +1996,11 @@ cdef class Txn:
         cdef Parser P
         cdef TTable terms
         cdef QBuf q
-        cdef uint32_t* ids = NULL
-        cdef Py_ssize_t g, loc[4]
-        cdef size_t i, added = 0, nparsed
-        cdef int rc = 0, j
+        cdef Py_ssize_t g
+        cdef int rc = 0
         cdef const unsigned char[::1] view = data
         self._require_write()
         _check_term(graph)
-        extra = [tuple(x) for x in extra]
-        for quad in extra:
-            if len(quad) != 4:
-                raise ValueError("an extra quad needs 4 terms")
-            for term in quad:
-                _check_term(term)
         memset(&P, 0, sizeof(Parser))
         memset(&terms, 0, sizeof(TTable))
         memset(&q, 0, sizeof(QBuf))
@@ -2025,32 +2017,9 @@ cdef class Txn:
                 raise _parse_error(P.err, P.err_pos, data)
             if rc:
                 raise MemoryError()
-            nparsed = q.n
-            for quad in extra:
-                for j in range(4):
-                    t = quad[j]
-                    loc[j] = tt_intern(&terms, PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t), 0)
-                    if loc[j] < 0:
-                        raise MemoryError()
-                if qb_push(&q, <uint32_t>loc[0], <uint32_t>loc[1], <uint32_t>loc[2], <uint32_t>loc[3]):
-                    raise MemoryError()
-            ids = <uint32_t*>malloc((terms.n + 1) * sizeof(uint32_t))
-            if ids == NULL:
-                raise MemoryError()
-            with nogil:
-                rc = self._resolve_table(&terms, ids)
-                if rc == 0:
-                    for i in range(q.n):
-                        q.q[i].k = ids[q.q[i].k]
-                        q.q[i].a = ids[q.q[i].a]
-                        q.q[i].b = ids[q.q[i].b]
-                        q.q[i].c = ids[q.q[i].c]
-                    rc = self._insert(&q, &added)
-            if rc:
-                self._fail(rc, "ingest")
-            return added
+            self._intern_quads(&terms, &q, extra)
+            return self._resolve_and_insert(&terms, &q, "ingest")
         finally:
-            free(ids)
             qb_free(&q)
             tt_free(&terms)
             tt_free(&P.blanks)
@@ -2061,44 +2030,55 @@ cdef class Txn:
         """Insert quads of encoded terms ``(s, p, o, c)``; the number new."""
         cdef TTable terms
         cdef QBuf q
-        cdef uint32_t* ids = NULL
-        cdef Py_ssize_t loc[4]
-        cdef size_t i, added = 0
-        cdef int rc = 0, j
         self._require_write()
         memset(&terms, 0, sizeof(TTable))
         memset(&q, 0, sizeof(QBuf))
         try:
-            for quad in quads:
-                if len(quad) != 4:
-                    raise ValueError("a quad needs 4 terms")
-                for j in range(4):
-                    t = quad[j]
-                    _check_term(t)
-                    loc[j] = tt_intern(&terms, PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t), 0)
-                    if loc[j] < 0:
-                        raise MemoryError()
-                if qb_push(&q, <uint32_t>loc[0], <uint32_t>loc[1], <uint32_t>loc[2], <uint32_t>loc[3]):
+            self._intern_quads(&terms, &q, quads)
+            return self._resolve_and_insert(&terms, &q, "add")
+        finally:
+            qb_free(&q)
+            tt_free(&terms)
+
+    cdef int _intern_quads(self, TTable* terms, QBuf* q, quads) except -1:
+        """Append ``quads`` (4 encoded terms each) to ``q``, their terms to ``terms``."""
+        cdef Py_ssize_t loc[4]
+        cdef int j
+        for quad in quads:
+            if len(quad) != 4:
+                raise ValueError("a quad needs 4 terms")
+            for j in range(4):
+                t = quad[j]
+                _check_term(t)
+                loc[j] = tt_intern(terms, PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t), 0)
+                if loc[j] < 0:
                     raise MemoryError()
-            ids = <uint32_t*>malloc((terms.n + 1) * sizeof(uint32_t))
-            if ids == NULL:
+            if qb_push(q, <uint32_t>loc[0], <uint32_t>loc[1], <uint32_t>loc[2], <uint32_t>loc[3]):
                 raise MemoryError()
+        return 0
+
+    cdef size_t _resolve_and_insert(self, TTable* terms, QBuf* q, str what) except? 0:
+        """Give every term of ``terms`` an id, rewrite ``q`` to ids, insert it; the number new."""
+        cdef uint32_t* ids = <uint32_t*>malloc((terms.n + 1) * sizeof(uint32_t))
+        cdef size_t i, added = 0
+        cdef int rc
+        if ids == NULL:
+            raise MemoryError()
+        try:
             with nogil:
-                rc = self._resolve_table(&terms, ids)
+                rc = self._resolve_table(terms, ids)
                 if rc == 0:
                     for i in range(q.n):
                         q.q[i].k = ids[q.q[i].k]
                         q.q[i].a = ids[q.q[i].a]
                         q.q[i].b = ids[q.q[i].b]
                         q.q[i].c = ids[q.q[i].c]
-                    rc = self._insert(&q, &added)
+                    rc = self._insert(q, &added)
             if rc:
-                self._fail(rc, "add")
+                self._fail(rc, what)
             return added
         finally:
             free(ids)
-            qb_free(&q)
-            tt_free(&terms)
 
     def remove(self, s=None, p=None, o=None, c=None):
         """Delete every quad matching the pattern (None = any); the number deleted."""

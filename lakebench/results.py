@@ -154,7 +154,7 @@ def compare_with_reference(systems: list[dict], reference: str | None) -> None:
         for path in COMPARED:
             mine, theirs = get_path(entry, path), get_path(ref, path)
             if mine is not None and theirs:
-                entry["vs_reference"][path] = round(100.0 * mine / theirs, 1)
+                entry["vs_reference"][path] = round(100.0 * mine / theirs, 2)
 
 
 def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, int], Sequence[float]]) -> None:
@@ -234,6 +234,17 @@ def _fmt_duration(seconds) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
+def _fmt_percent(value) -> str:
+    """A percentage of the reference: whole numbers, one decimal below 10%.
+
+    >>> _fmt_percent(123.4), _fmt_percent(0.21), _fmt_percent(None)
+    ('123%', '0.2%', '-')
+    """
+    if value is None:
+        return "-"
+    return f"{value:.1f}%" if value < 10 else f"{value:.0f}%"
+
+
 def _with_std(entry: dict, path: str, text: str, scale: float = 1.0, unit: str = "") -> str:
     std = entry.get("std", {}).get(path)
     if std is None:
@@ -257,7 +268,7 @@ def summary_rows(document: dict) -> list[list[str]]:
                         + [""] * (len(header) - 3))
             continue
         vs = s.get("vs_reference", {})
-        pct = lambda path: f"{vs[path]:.0f}%" if path in vs else "-"  # noqa: E731
+        pct = lambda path: _fmt_percent(vs.get(path))  # noqa: E731
         per = s["per_resource_ms"]
         disk = s.get("disk_bytes")
         triples = s.get("triples_total")

@@ -166,7 +166,7 @@ def test_sweep_is_plotted(results_dir, tmp_path):
     src = _copy_results(results_dir, tmp_path / "results", as_sweep)
     text = report.build_report(src, tmp_path / "out", image_format="png").read_text(encoding="utf-8")
     _assert_image(tmp_path / "out" / "sweep.png")
-    assert "memory (200)" in text  # rows told apart by their size
+    assert "memory (200 children)" in text  # rows told apart by their size
 
 
 def test_benchmarks_table(results_dir, tmp_path):

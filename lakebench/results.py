@@ -234,10 +234,10 @@ def _fmt_duration(seconds) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def _fmt_percent(value) -> str:
+def format_percent(value) -> str:
     """A percentage of the reference: whole numbers, one decimal below 10%.
 
-    >>> _fmt_percent(123.4), _fmt_percent(0.21), _fmt_percent(None)
+    >>> format_percent(123.4), format_percent(0.21), format_percent(None)
     ('123%', '0.2%', '-')
     """
     if value is None:
@@ -268,7 +268,7 @@ def summary_rows(document: dict) -> list[list[str]]:
                         + [""] * (len(header) - 3))
             continue
         vs = s.get("vs_reference", {})
-        pct = lambda path: _fmt_percent(vs.get(path))  # noqa: E731
+        pct = lambda path: format_percent(vs.get(path))  # noqa: E731
         per = s["per_resource_ms"]
         disk = s.get("disk_bytes")
         triples = s.get("triples_total")

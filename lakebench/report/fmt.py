@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from lakebench import results
+
 DASH = "–"
 NBSP = "\u00a0"
 
@@ -76,7 +78,7 @@ def ratio(value: float | None, std: float | None = None) -> str:
 
 
 def percent(value: float | None) -> str:
-    return DASH if value is None else f"{value:.0f}%"
+    return DASH if value is None else results.format_percent(value)
 
 
 def count(value) -> str:

@@ -121,7 +121,7 @@ def _drive_with_client(system, workload, spec, events):
         if bar is not None:
             bar.update(1)
             if index % 200 == 0:
-                bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms")
+                bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
     ingest_wall = time.perf_counter() - wall_start
     if bar is not None:
         bar.close()

@@ -181,10 +181,14 @@ class Repository:
         txn.add(quads)
         self._touch(txn, uri)
 
-    def _load(self, txn, uri: str, body: bytes, media_type: str) -> None:
-        """Parse ``body`` (relative IRIs against ``uri``) into the resource's graph."""
+    def _to_ntriples(self, uri: str, body: bytes, media_type: str) -> bytes:
+        """``body`` parsed (relative IRIs against ``uri``) and written as N-Triples.
+
+        Done before the write transaction begins, so parsing never holds
+        the store's single writer lock.
+        """
         if not body.strip():
-            return
+            return b""
         try:
             fmt = PARSERS[media_type]
         except KeyError:
@@ -201,15 +205,20 @@ class Repository:
             except ValueError as exc:
                 raise RepositoryError(400, f"malformed {media_type}: {exc}") from None
         try:
-            ntriples = ox.serialize(ox.parse(body, format=fmt, base_iri=uri, without_named_graphs=True),
-                                    format=ox.RdfFormat.N_TRIPLES)
+            return ox.serialize(ox.parse(body, format=fmt, base_iri=uri, without_named_graphs=True),
+                                format=ox.RdfFormat.N_TRIPLES) or b""
         except SyntaxError as exc:
             raise RepositoryError(400, f"malformed {media_type}: {exc}") from None
         except ValueError as exc:  # e.g. invalid UTF-8
             raise RepositoryError(400, f"malformed {media_type}: {exc}") from None
+
+    def _load(self, txn, uri: str, ntriples: bytes, media_type: str) -> None:
+        """Store parsed ``ntriples`` as the resource's graph; refuse server-managed triples."""
+        if not ntriples:
+            return
         subject = iri(uri)
         try:
-            txn.ingest_ntriples(ntriples or b"", subject)
+            txn.ingest_ntriples(ntriples, subject)
         except ParseError as exc:  # RDF 1.2 that pyoxigraph reads but the store does not
             raise RepositoryError(400, f"unsupported RDF in {media_type} (the store takes RDF 1.1: "
                                        f"no triple terms or base directions): {exc}") from None
@@ -228,10 +237,11 @@ class Repository:
 
         The parent container (the IRI one segment up) must exist.
         """
-        return self._write(lambda txn: self._put(txn, uri, body, media_type, container, if_match,
+        ntriples = self._to_ntriples(uri, body, media_type)
+        return self._write(lambda txn: self._put(txn, uri, ntriples, media_type, container, if_match,
                                                  if_none_match))
 
-    def _put(self, txn, uri, body, media_type, container, if_match, if_none_match):
+    def _put(self, txn, uri, ntriples, media_type, container, if_match, if_none_match):
         info = self._info(txn, uri)
         _check_preconditions(info, if_match, if_none_match)
         if info is None:
@@ -244,7 +254,7 @@ class Repository:
             self._create(txn, uri, container=container, parent=parent)
         else:
             txn.remove(None, None, None, iri(uri))
-        self._load(txn, uri, body, media_type)
+        self._load(txn, uri, ntriples, media_type)
         etag = self._touch(txn, uri) if info is not None else self._info(txn, uri).etag
         return info is None, etag
 

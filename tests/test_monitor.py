@@ -15,8 +15,9 @@ def test_samples_a_busy_child_process(tmp_path):
     code = ("import time\nb = bytearray(60 * 1024 * 1024)\n"
             "while time.process_time() < 1.0: pass\n")
     proc = subprocess.Popen([sys.executable, "-c", code])
-    with Monitor(proc.pid, tmp_path, interval=0.1) as monitor:
-        monitor.phase = "load"
+    monitor = Monitor(proc.pid, tmp_path, interval=0.1)
+    monitor.phase = "load"  # before the thread starts: its first sample is taken at once
+    with monitor:
         proc.wait()
     assert len(monitor.samples) >= 5
     assert monitor.peak("rss_anon_bytes") > 50 * 1024 * 1024

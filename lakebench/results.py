@@ -231,7 +231,9 @@ def _fmt_duration(seconds) -> str:
         return f"{int(minutes)}'{rest:04.1f}\""
     if seconds >= 1:
         return f"{seconds:.2f} s"
-    return f"{seconds * 1000:.1f} ms"
+    if seconds >= 0.001:
+        return f"{seconds * 1000:.1f} ms"
+    return f"{seconds * 1e6:.0f} µs"
 
 
 def format_percent(value) -> str:

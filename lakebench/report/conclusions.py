@@ -17,8 +17,12 @@ FLAT = 0.10
 
 
 def _compared(data: ReportData) -> list[dict]:
-    """The successful entries compared with each other: with a sweep, those of the largest size."""
+    """The successful entries compared with each other: with a sweep, one case, the
+    largest size at the data set's own literal length."""
     ok = data.ok
+    length = get_path(data.document, "workload.literal_length")
+    if len({e.get("literal_length") for e in ok}) > 1:
+        ok = [e for e in ok if e.get("literal_length") == length]
     sizes = {e.get("children") for e in ok}
     if len(sizes) <= 1:
         return ok
@@ -67,12 +71,12 @@ def _ranked(data: ReportData, path: str, fmt_value, what: str, lead: str, times:
     if not entries:
         return None
     best = entries[0]
-    text = f"**{lead}**: {best['name']} {what}: {fmt_value(best)}"
+    text = f"**{lead}**: {data.label(best)} {what}: {fmt_value(best)}"
     others = []
     for e in entries[1:]:
         factor = _value(e, path) / _value(best, path) if _value(best, path) else None
         factor_text = f", {factor:.2f}x {times}" if factor is not None else ""
-        others.append(f"{e['name']} {fmt_value(e)}{factor_text}{_noise(best, e, path, data.repeat)}")
+        others.append(f"{data.label(e)} {fmt_value(e)}{factor_text}{_noise(best, e, path, data.repeat)}")
     if others:
         text += "; " + "; ".join(others)
     return text + "."
@@ -116,7 +120,7 @@ def conclusions(data: ReportData) -> list[str]:
     for e in data.failed:
         runs = f" ({e.get('successful_runs', 0)} of {e.get('repeat', '?')} runs succeeded)" \
             if e.get("successful_runs") else ""
-        out.append(f"**{e['name']} failed**{runs}: {fmt.literal(e.get('error') or 'unknown error')}; "
+        out.append(f"**{data.label(e)} failed**{runs}: {fmt.literal(e.get('error') or 'unknown error')}; "
                    "it is left out of every comparison.")
     return [line for line in out if line]
 
@@ -136,7 +140,7 @@ def _growth(data: ReportData) -> list[str]:
             verb = f"grew {fmt.ratio(r, spread)}"
         else:
             verb = f"fell to {fmt.ratio(r, spread)}"
-        text = (f"**Growth, {e['name']}**: its per-child time {verb} from the first to the last 10% "
+        text = (f"**Growth, {data.label(e)}**: its per-child time {verb} from the first to the last 10% "
                 f"of children ({fmt.millis(first)} → {fmt.millis(last)} on average")
         typical = data.median_growth(e)
         if typical:
@@ -157,7 +161,7 @@ def _outliers(data: ReportData) -> list[str]:
     for e in _compared(data):
         worst, p95 = _value(e, "per_resource_ms.max"), _value(e, "per_resource_ms.p95")
         if worst and p95 and worst > 10 * p95:
-            lines.append(f"{e['name']}'s slowest child took {fmt.millis(worst)} against a p95 of "
+            lines.append(f"{data.label(e)}'s slowest child took {fmt.millis(worst)} against a p95 of "
                          f"{fmt.millis(p95)}")
     if not lines:
         return []

@@ -18,6 +18,7 @@ Run as ``python -m lakebench.runner SPEC_JSON EVENT_FD`` it is that worker.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -183,10 +184,23 @@ def _drive_with_locust(system, workload, spec, events):
 
 
 def worker(spec: dict, events: _Events) -> dict:
-    """Measure one system once; returns the run record (also sent as an event)."""
+    """Measure one system once; returns the run record (also sent as an event).
+
+    A system that fails is still closed, so a server it started does not
+    outlive the run.
+    """
     workload = Workload(**spec["workload"])
     system_cls = systems.load_target(spec["target"])
     system = system_cls(Path(spec["data_dir"]), workload, spec.get("options"))
+    try:
+        return _measure(system, workload, spec, events)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            system.close()
+        raise
+
+
+def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
     driver = spec.get("driver", "client")
     record: dict = {
         "system": spec["system"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from lakebench.runner import RunConfig, run
+from lakebench.systems.lmdb_http import LmdbHttpNosyncSystem
 
 
 @pytest.mark.parametrize("driver", ["client", "locust"])
@@ -38,3 +39,30 @@ def test_locust_driver_refuses_in_process_systems(tmp_path):
     from lakebench.cli import main
 
     assert main(["run", "--systems", "lmdb", "--driver", "locust", "--out", str(tmp_path)]) == 2
+
+
+class _FailingHttp(LmdbHttpNosyncSystem):
+    def create_child(self, child):
+        if child.index == 3:
+            raise RuntimeError("client gave up")
+        super().create_child(child)
+
+
+def test_a_failing_run_stops_its_server(tmp_path, monkeypatch):
+    import os
+
+    import psutil
+
+    from lakebench import systems
+
+    monkeypatch.setitem(systems.SYSTEMS, "failing-http", "tests.systems.test_lmdb_http:_FailingHttp")
+    monkeypatch.setenv("PYTHONPATH", str(__import__("pathlib").Path(__file__).parents[2]))
+    config = RunConfig(systems=["failing-http"], children=10, out=tmp_path, tail_seconds=0,
+                       interval=0.1, progress=False, keep_data=True)
+    doc = run(config, log=lambda *_: None)
+    assert doc["systems"][0]["status"] == "failed"
+    assert "client gave up" in doc["systems"][0]["error"]
+    store = str(tmp_path / "data")
+    left = [p for p in psutil.process_iter(["cmdline"])
+            if p.info["cmdline"] and "serve" in p.info["cmdline"] and any(store in a for a in p.info["cmdline"])]
+    assert left == [], f"servers left running: {[p.pid for p in left]} (we are {os.getpid()})"

@@ -508,11 +508,10 @@ def pending_log_records(path, env) -> int:
     log_path = Path(path) / LOG_FILE
     if not log_path.exists():
         return 0
+    log = WriteAheadLog(log_path, readonly=True)
     try:
-        log = WriteAheadLog(log_path)  # takes the lock: nobody is writing
-    except LogError:
-        return 0
-    try:
+        if log.writer_alive:
+            return 0
         with env.begin() as txn:
             applied = _applied(txn)
         return sum(1 for seq, _ in log.records() if seq > applied)

@@ -62,15 +62,23 @@ class WriteAheadLog:
     """Append, flush, read back and reset the log file at ``path``.
 
     The file is locked (``flock``) for as long as it is open: one process
-    at a time owns a store's log, and with it the batch.
+    at a time owns a store's log, and with it the batch.  A read-only open
+    takes a shared lock if it can; ``writer_alive`` says whether a writer
+    holds the log (its records are then not the whole story: its batch is
+    still being written).
     """
 
     def __init__(self, path: str | os.PathLike, *, durable: bool = True, readonly: bool = False):
         self.path = os.fspath(path)
         self.durable = durable
         created = not os.path.exists(self.path)
+        self.writer_alive = False
         if readonly:
             self._fd = os.open(self.path, os.O_RDONLY)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.writer_alive = True
         else:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:

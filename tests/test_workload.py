@@ -118,3 +118,27 @@ def test_bad_parameters_rejected(kwargs):
 def test_child_index_out_of_range():
     with pytest.raises(IndexError):
         Workload(children=3).child(3)
+
+
+# The graphs themselves, pinned: sha256 over each child's N-Triples then its
+# Turtle, for children 0-999 and 99,000-99,999 of a 100,000-child workload
+# with seed 0.  Computed with the original pure-Python generator
+# (random.Random(f"lakebench:{seed}:{index}").choices); any change to the
+# data set, the random stream or the serializations changes these digests.
+PINNED_DIGESTS = {
+    64: "7f1b6a5e5ca9db4f5ae23b09866c06cf3bdafabe51008ded5c267e14ded477be",
+    1024: "a5abe1de2b3aa7f5bbadc981734c31257546926f93e7c9b3c30ceaac13c17ff0",
+}
+
+
+@pytest.mark.parametrize("literal_length", sorted(PINNED_DIGESTS))
+def test_graphs_are_pinned(literal_length):
+    import hashlib
+
+    w = Workload(children=100_000, seed=0, literal_length=literal_length)
+    digest = hashlib.sha256()
+    for index in [*range(1000), *range(99_000, 100_000)]:
+        child = w.child(index)
+        digest.update(child.ntriples)
+        digest.update(child.turtle)
+    assert digest.hexdigest() == PINNED_DIGESTS[literal_length]

@@ -188,8 +188,9 @@ class Child:
         layout = self.workload._layout
         depth = self.path.count("/")
         pieces = layout.turtle_pieces.copy()
-        pieces[layout.turtle_internal] = [
-            f"<{obj if obj.startswith('http') else _relative(obj, depth)}>".encode("utf-8") for obj in self.internal]
+        written = {obj: f"<{obj if obj.startswith('http') else _relative(obj, depth)}>".encode("utf-8")
+                   for obj in set(self.internal)}  # 5 distinct links, 50 objects by default
+        pieces[layout.turtle_internal] = [written[obj] for obj in self.internal]
         pieces[layout.turtle_literal] = self.escaped_literals
         return b"".join(pieces)
 
@@ -200,8 +201,9 @@ class Child:
         base = self.base
         pieces = layout.ntriples_pieces.copy()
         pieces[layout.ntriples_subject] = [f"<{base}{self.path}>".encode("utf-8")] * len(layout.predicates)
-        pieces[layout.ntriples_internal] = [
-            f"<{obj if obj.startswith('http') else base + obj}>".encode("utf-8") for obj in self.internal]
+        written = {obj: f"<{obj if obj.startswith('http') else base + obj}>".encode("utf-8")
+                   for obj in set(self.internal)}
+        pieces[layout.ntriples_internal] = [written[obj] for obj in self.internal]
         pieces[layout.ntriples_literal] = self.escaped_literals
         return b"".join(pieces)
 

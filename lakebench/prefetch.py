@@ -12,8 +12,8 @@ process builds the children instead, in order, while the worker stores them:
 * the producer writes one frame per child into a pipe: a header
   (:data:`HEADER`: index, N-Triples length, Turtle length) then the two
   serializations; the pipe is the bounded queue: its capacity (raised to
-  :data:`PIPE_BYTES`) is how far ahead the producer can run, and a full pipe
-  blocks it;
+  one of :data:`PIPE_SIZES`) is how far ahead the producer can run, and a
+  full pipe blocks it;
 * after the last child it writes a frame with index -1 whose payload is
   ``{"generate_seconds": ...}``: its own time spent building children;
 * the worker reads the frames with :class:`ChildFeed`, which hands out
@@ -35,9 +35,13 @@ from lakebench.workload import Child, Workload
 
 #: Frame header: child index (-1: the end), N-Triples bytes, Turtle bytes.
 HEADER = struct.Struct("<qQQ")
-#: Pipe capacity asked for (Linux allows an unprivileged process 1 MiB):
-#: about 16 children ahead at 64-character literals, 2 at 1,024.
-PIPE_BYTES = 1 << 20
+#: Pipe capacities asked for, largest first: 8 MiB (about 130 children
+#: ahead at 64-character literals, 14 at 1,024) rides out the moments a busy
+#: machine does not run the producer; Linux lets an unprivileged process
+#: have 1 MiB (``/proc/sys/fs/pipe-max-size``); else the default 64 KiB.
+PIPE_SIZES = (8 << 20, 1 << 20)
+#: The consumer's read buffer.
+READ_BUFFER = 1 << 20
 END = -1
 
 
@@ -58,10 +62,12 @@ def workload_arguments(workload: Workload) -> dict:
 def start_producer(workload: Workload) -> tuple[subprocess.Popen, int]:
     """Start a producer of ``workload``'s children; returns it and the pipe's read end (to pass to the consumer)."""
     read_fd, write_fd = os.pipe()
-    try:
-        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except OSError:  # a lower system limit: the default capacity (64 KiB) still works, just less ahead
-        pass
+    for size in PIPE_SIZES:
+        try:
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, size)
+            break
+        except OSError:  # above this system's limit: try the next size
+            continue
     proc = subprocess.Popen(
         [sys.executable, "-m", "lakebench.prefetch", json.dumps(workload_arguments(workload)), str(write_fd)],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL)
@@ -109,7 +115,7 @@ class ChildFeed:
 
     def __init__(self, workload: Workload, fd: int):
         self.workload = workload
-        self._pipe = os.fdopen(fd, "rb", buffering=PIPE_BYTES)
+        self._pipe = os.fdopen(fd, "rb", buffering=READ_BUFFER)
         self.next_index = 0
 
     def _read(self, size: int) -> bytes:

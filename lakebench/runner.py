@@ -353,14 +353,16 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         producer, feed_fd = prefetch.start_producer(w)
         spec["feed_fd"] = feed_fd
     read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lakebench.runner", json.dumps(spec), str(write_fd)],
-        pass_fds=(write_fd,) if feed_fd is None else (write_fd, feed_fd),
-        stdin=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    if feed_fd is not None:
-        os.close(feed_fd)  # the worker holds it now
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lakebench.runner", json.dumps(spec), str(write_fd)],
+            pass_fds=(write_fd,) if feed_fd is None else (write_fd, feed_fd),
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        os.close(write_fd)
+        if feed_fd is not None:
+            os.close(feed_fd)  # the worker holds it now (or never will: the producer then stops)
     monitor = Monitor(proc.pid, data_dir, interval=config.interval).start()
     record: dict | None = None
     latencies: list[float] = []

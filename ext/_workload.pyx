@@ -10,8 +10,9 @@ in C, ~100 times faster:
 
 * the generator is CPython's own Mersenne Twister (``Modules/_randommodule.c``:
   ``init_genrand``, ``init_by_array``, ``genrand_uint32``, ``random()``'s
-  53-bit double), copied below unchanged, seeded with the same 32-bit key
-  words as ``random.seed`` (the facade computes them: ``seed_key``);
+  53-bit double), the same arithmetic arranged to vectorize (see the C
+  below), seeded with the same 32-bit key words as ``random.seed`` (the
+  facade computes them: ``seed_key``);
 * ``choices`` without weights takes ``population[floor(random() * n)]``
   per character, as here;
 * the re-draw rule compares symbol sequences, which is comparing strings

@@ -309,7 +309,7 @@ class Workload:
         """Graph ``index``; ``recent`` overrides the siblings it links to.
 
         With several clients, each passes the indices it created itself
-        (newest first), so every linked resource exists.
+        (newest first), so every linked resource exists when referenced.
         """
         if not 0 <= index < self.children:
             raise IndexError(f"child {index} outside 0..{self.children - 1}")

@@ -1,8 +1,9 @@
-"""Build of lakebench: pure Python package plus the Cython LMDB store core.
+"""Build of lakebench: pure Python package plus two Cython modules.
 
 All metadata lives in pyproject.toml; this file only declares the compiled
-extension, which links the system LMDB (Debian: liblmdb-dev).  Override the
-header / library location with LMDB_INCLUDEDIR and LMDB_LIBDIR.
+extensions: the store core, which links the system LMDB (Debian: liblmdb-dev).  Override the
+header / library location with LMDB_INCLUDEDIR and LMDB_LIBDIR.  And the
+generator of the data set's random literals, which needs nothing but Python.
 """
 import os
 
@@ -22,9 +23,12 @@ store = Extension(
     extra_compile_args=["-O2"],
 )
 
+# The data set's random literals (lakebench/workload.py is its facade).
+workload = Extension("lakebench._workload", sources=["ext/_workload.pyx"], extra_compile_args=["-O3"])
+
 setup(
     ext_modules=cythonize(
-        [store],
+        [store, workload],
         include_path=["ext"],
         compiler_directives={"language_level": "3", "embedsignature": True},
     ),

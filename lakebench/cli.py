@@ -217,6 +217,8 @@ def cmd_run(args) -> int:
           f"{args.triples} triples, {lengths}-character literals, seed {args.seed}.")
     print(results.format_table(results.summary_rows(document)))
     print(f"\nResults: {out / 'results.json'}  (per-child latencies: {out / 'latencies.csv'})")
+    for line in results.generation_lines(document):  # the harness's own share, when it is large
+        print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] != "ok"]
     return 1 if failed else 0
 

@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["lakebench.workload", "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.loadtest"]
+MODULES = ["lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.loadtest"]
 
 
 @pytest.mark.parametrize("name", MODULES)

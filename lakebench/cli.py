@@ -1,4 +1,4 @@
-"""``lakebench`` command line: run | report | check | serve | fcrepo.
+"""``lakebench`` command line: run | report | check | serve | fcrepo | lakesuperior.
 
 Every user mistake (unknown system, non-positive count, unwritable output)
 is one line on stderr and exit code 2, never a traceback.
@@ -147,9 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
     check.set_defaults(func=cmd_check)
 
-    from lakebench import fcrepo, report, server
+    from lakebench import fcrepo, lakesuperior, report, server
 
     fcrepo.add_parser(sub)
+    lakesuperior.add_parser(sub)
     report.add_parser(sub)
     server.add_parser(sub)
     return parser

@@ -107,8 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--parent", default="parent",
                      help="name of the parent container, relative to the base URL (default: parent)")
     run.add_argument("--system-url", metavar="URL",
-                     help="base URL of a running LDP server: required by the ldp system; for fcrepo, "
-                     "use that Fedora (e.g. http://host:8080/rest/) instead of starting one")
+                     help="base URL of a running LDP server: required by the ldp system; for fcrepo "
+                     "or lakesuperior, use that server (e.g. http://host:8080/rest/, "
+                     "http://host:8000/ldp/) instead of starting one")
     run.add_argument("--fcrepo-version", default=None,
                      help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; "
                      "the fcrepo6 system is 6.1.0)")

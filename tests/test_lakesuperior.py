@@ -286,6 +286,18 @@ def test_a_second_start_keeps_the_repository(installation, tmp_path):
 
 
 @pytest.mark.lakesuperior
+def test_stop_without_a_state_file_uses_the_pid_file(installation, tmp_path):
+    server = lakesuperior.start(data_dir=tmp_path)
+    tree = server.processes()
+    (tmp_path / lakesuperior.STATE_FILE).unlink()
+    assert lakesuperior.status(tmp_path) is None
+    stopped = lakesuperior.stop(tmp_path)
+    assert stopped is not None and stopped.pid == server.pid
+    for proc in tree:
+        assert not psutil.pid_exists(proc.pid) or proc.status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.lakesuperior
 def test_cli_start_status_stop_across_processes(installation, tmp_path):
     """``lakebench lakesuperior start`` returns with the server running; a later process stops it."""
     data = tmp_path / "data"

@@ -113,3 +113,18 @@ def test_lakesuperior_system_in_the_runner(tmp_path, driver):
     # Stopped afterwards: no process of the run's data directory is left.
     left = [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
     assert left == []
+
+
+@pytestmark_real
+def test_lakebench_run_lakesuperior_from_the_command_line(tmp_path, capsys):
+    import json
+
+    from lakebench.cli import main
+
+    out = tmp_path / "out"
+    code = main(["run", "--systems", "lakesuperior", "--children", "20", "--out", str(out), "--quiet",
+                 "--tail-seconds", "0.5", "--interval", "0.25"])
+    assert code == 0, capsys.readouterr().err
+    entry = json.loads((out / "results.json").read_text())["systems"][0]
+    assert (entry["name"], entry["status"], entry["children"]) == ("lakesuperior", "ok", 20)
+    assert "lakesuperior  durable" in capsys.readouterr().out

@@ -235,6 +235,7 @@ def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
         system.connect()  # Locust creates the parent itself
     else:
         system.setup()
+    workload = system.workload  # as the system's server accepts it (LAKEsuperior: absolute IRIs)
     pid = system.pid()
     disk_path = system.disk_path()
     events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)

@@ -121,9 +121,9 @@ def _drive_with_client(system, workload, spec, events):
     for index in range(workload.children):
         g0, w0 = time.process_time(), time.perf_counter()
         if feed is not None:
-            child = feed.next()
+            child = system.prepare(feed.next())
         else:
-            child = workload.child(index)
+            child = system.prepare(workload.child(index))
             child.turtle, child.ntriples  # noqa: B018 - build both serializations outside the clock
             generate_seconds += time.perf_counter() - w0
         generate_cpu += time.process_time() - g0

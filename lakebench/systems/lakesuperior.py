@@ -138,6 +138,12 @@ class LakesuperiorSystem(LdpSystem):
         super().connect()
         self.workload = AbsoluteIriWorkload(self.workload, self.base)
 
+    def prepare(self, child):
+        if not isinstance(child, AbsoluteIriChild):  # e.g. from the runner's producer
+            child = AbsoluteIriChild(child, self.base)
+        child.turtle  # noqa: B018 - rewritten before the clock starts
+        return child
+
     def create_child(self, child) -> None:
         if not isinstance(child, AbsoluteIriChild):  # a caller that did not use self.workload
             child = AbsoluteIriChild(child, self.base)

@@ -130,3 +130,13 @@ def test_a_full_map_grows_and_keeps_the_batch(tmp_path, small_workload):
     assert check(tmp_path / "s") == []
     with LmdbStore(tmp_path / "s") as store:
         assert len(store) == 20 * 200
+
+
+def test_a_store_opens_once_per_process_and_check_reads_through_it(tmp_path):
+    with LmdbStore(tmp_path / "s", batch_writes=1000) as store:
+        store.add([_quad(0)])
+        with pytest.raises(StoreError, match="already open in this process"):
+            LmdbStore(tmp_path / "s", readonly=True)
+        problems = check(tmp_path / "s")  # through the open store: its batch included
+        assert problems == [] and problems.summary["quads"] == 1 and problems.summary["log_pending"] == 1
+    assert check(tmp_path / "s").summary["quads"] == 1

@@ -1,10 +1,15 @@
 """Build of lakebench: pure Python package plus the Cython LMDB store core.
 
 All metadata lives in pyproject.toml; this file only declares the compiled
-extension, which links the system LMDB (Debian: liblmdb-dev).  Override the
-header / library location with LMDB_INCLUDEDIR and LMDB_LIBDIR.
+extensions: one per module of ext/lakebench/ (the core, split by concern;
+see docs/store.rst), each linked to the system LMDB (Debian: liblmdb-dev).
+Override the header / library location with LMDB_INCLUDEDIR and
+LMDB_LIBDIR.  ext/lakebench/ mirrors the package so that a module's
+cimports (``from lakebench._codec cimport ...``) name the module imported
+at run time.
 """
 import os
+from pathlib import Path
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -12,19 +17,22 @@ from setuptools import Extension, setup
 include_dirs = [d for d in [os.environ.get("LMDB_INCLUDEDIR")] if d]
 library_dirs = [d for d in [os.environ.get("LMDB_LIBDIR")] if d]
 
-store = Extension(
-    "lakebench._store",
-    sources=["ext/_store.pyx"],
-    include_dirs=include_dirs,
-    library_dirs=library_dirs,
-    runtime_library_dirs=library_dirs,
-    libraries=["lmdb"],
-    extra_compile_args=["-O2"],
-)
+core = [
+    Extension(
+        f"lakebench.{source.stem}",
+        sources=[str(source)],
+        include_dirs=include_dirs,
+        library_dirs=library_dirs,
+        runtime_library_dirs=library_dirs,
+        libraries=["lmdb"],
+        extra_compile_args=["-O2"],
+    )
+    for source in sorted(Path("ext/lakebench").glob("*.pyx"))
+]
 
 setup(
     ext_modules=cythonize(
-        [store],
+        core,
         include_path=["ext"],
         compiler_directives={"language_level": "3", "embedsignature": True},
     ),

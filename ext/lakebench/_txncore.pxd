@@ -1,0 +1,56 @@
+# The C half of a transaction: term ids (lookup, creation, caches), quad
+# index writes and pattern scans, all without the GIL.  _store's Txn holds
+# one TxnCore and is its Python face.
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+
+from liblmdb cimport MDB_txn, MDB_dbi, MDB_cursor, mdb_cursor_open
+from lakebench._codec cimport N_DBS
+from lakebench._tables cimport TTable, QBuf
+
+cdef struct TxnCore:
+    MDB_txn* txn
+    MDB_dbi* dbi              # the environment's handles, N_DBS of them
+    TTable* cache             # the environment's committed terms; written only under its writer lock
+    MDB_cursor* cur[N_DBS]    # opened on demand, one per sub-database
+    uint32_t next_id          # the next new term id (0: not read yet)
+    uint32_t last_key[4]      # the last key of each quad index, for appends
+    bint last_known[4]
+    TTable seen               # terms resolved in this (write) transaction
+
+cdef inline int core_cursor(TxnCore* c, int db, MDB_cursor** out) noexcept nogil:
+    """The transaction's cursor on sub-database ``db``, opened on first use."""
+    cdef int rc
+    if c.cur[db] == NULL:
+        rc = mdb_cursor_open(c.txn, c.dbi[db], &c.cur[db])
+        if rc:
+            return rc
+    out[0] = c.cur[db]
+    return 0
+
+cdef void core_close_cursors(TxnCore* c) noexcept nogil
+
+# term ids
+cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil
+cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil
+cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil
+cdef void merge_cache(TxnCore* c) noexcept nogil
+
+# index writes
+cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil
+cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil
+
+# scans
+cdef struct ScanState:
+    MDB_cursor* cur
+    int ix
+    uint32_t key          # 0: every key
+    uint32_t pre[3]       # leading value components that must match
+    int npre
+    uint32_t want[4]      # s, p, o, c filters (0 = any)
+    int started
+
+cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil
+cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil
+cdef int scan_next(ScanState* st, uint32_t* q) noexcept nogil
+cdef int scan_count(ScanState* st, size_t* n) noexcept nogil
+cdef int count_triples(TxnCore* c, size_t* n) noexcept nogil

@@ -97,7 +97,8 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef MDB_val k, v, k2, v2
     cdef MDB_stat stat
     cdef int rc, ix
-    cdef uint32_t tid, q[4], prev_s = 0
+    cdef uint32_t tid, prev_s = 0
+    cdef uint32_t q[4]
     cdef uint64_t h
     cdef uint8_t hk[8]
     cdef uint8_t kb[4]

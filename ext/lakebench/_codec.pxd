@@ -43,6 +43,9 @@ cdef enum TermKind:
     TERM_LITERAL = 76        # L  + lexical form
     TERM_LANG_LITERAL = 71   # G  + language tag NUL lexical form
     TERM_TYPED_LITERAL = 68  # D  + datatype IRI NUL lexical form
+    # never stored: the parser's placeholder for a document's blank node,
+    # followed by its ordinal (big-endian), relabelled by the transaction
+    TERM_DOC_BLANK = 1
 
 # Sizes of the packed forms.
 cdef enum:

@@ -5,15 +5,15 @@ into that table, in one pass and without the GIL.  Nothing is written to
 the store: the transaction resolves the terms to ids afterwards, so a
 malformed document writes nothing.
 
-Blank nodes are interned as placeholders (kind 1 + their ordinal in the
-document) flagged ``TF_BLANK``; the transaction relabels them per document.
+Blank nodes are interned as placeholders (``TERM_DOC_BLANK`` + their
+ordinal in the document) flagged ``TF_BLANK``; the transaction relabels them per document.
 Errors stop the parse with a kind (``PARSE_MESSAGES``) and a byte offset.
 """
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memset
 
 from lakebench._codec cimport (E_NOMEM, E_PARSE, TERM_IRI, TERM_LITERAL, TERM_LANG_LITERAL,
-                               TERM_TYPED_LITERAL, put_be32, iri_forbidden, is_alpha, is_digit)
+                               TERM_TYPED_LITERAL, TERM_DOC_BLANK, put_be32, iri_forbidden, is_alpha, is_digit)
 from lakebench._tables cimport (Buf, TTable, QBuf, TF_BLANK, buf_put, buf_byte, buf_free, buf_utf8,
                                 tt_free, tt_intern, qb_push)
 
@@ -212,7 +212,7 @@ cdef int read_bnode(Parser* P, Py_ssize_t* local) noexcept nogil:
     ordinal = tt_intern(&P.blanks, P.src + lstart, lend - lstart, 0)
     if ordinal < 0:
         return E_NOMEM
-    tag[0] = 1   # placeholder kind: document blank node number `ordinal`
+    tag[0] = TERM_DOC_BLANK
     put_be32(tag + 1, <uint32_t>ordinal)
     local[0] = tt_intern(P.terms, tag, 5, TF_BLANK)
     if local[0] < 0:

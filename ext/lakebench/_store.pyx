@@ -783,6 +783,40 @@ cdef class Txn:
         if rc and rc != MDB_NOTFOUND:
             self._fail(rc, "del_namespace")
 
+    # -------------------------------------------------------- the facade's own values
+    def get_meta(self, str name):
+        """The value stored under ``name`` in ``meta``, or None (e.g. the log position
+        the facade's write-ahead log has applied)."""
+        cdef MDB_val k, v
+        cdef int rc
+        cdef bytes key = name.encode()
+        self._live()
+        k.mv_data = <char*>key
+        k.mv_size = len(key)
+        rc = mdb_get(self.core.txn, self.env.dbi[DB_META], &k, &v)
+        if rc == MDB_NOTFOUND:
+            return None
+        if rc:
+            raise_rc(rc, "get_meta")
+        return PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
+
+    def set_meta(self, str name, bytes value not None):
+        """Store ``value`` under ``name`` in ``meta`` (``format`` and ``bnode_docs``
+        belong to the core and cannot be set)."""
+        cdef MDB_val k, v
+        cdef int rc
+        cdef bytes key = name.encode()
+        self._require_write()
+        if name in ("format", "bnode_docs") or not key:
+            raise ValueError(f"meta key {name!r} is reserved")
+        k.mv_data = <char*>key
+        k.mv_size = len(key)
+        v.mv_data = <char*>value
+        v.mv_size = len(value)
+        rc = mdb_put(self.core.txn, self.env.dbi[DB_META], &k, &v, 0)
+        if rc:
+            self._fail(rc, "set_meta")
+
     # -------------------------------------------------------- statistics and check
     def db_stats(self):
         """Per sub-database: entries and pages (branch, leaf, overflow)."""

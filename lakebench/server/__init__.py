@@ -16,11 +16,11 @@ from pathlib import Path
 DEFAULT_PORT = 8000
 
 
-def make_app(data: str | Path, base_url: str, durable: bool, max_body: int):
+def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, log: bool | None = None):
     from lakebench.server.app import LdpApplication
     from lakebench.server.repository import Repository
 
-    return LdpApplication(lambda: Repository(data, base_url, durable=durable), max_body=max_body)
+    return LdpApplication(lambda: Repository(data, base_url, durable=durable, log=log), max_body=max_body)
 
 
 def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
@@ -32,7 +32,11 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     from lakebench.server.app import DEFAULT_MAX_BODY
 
     base = base_url or f"http://{host}:{port}/"
-    app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body)
+    # The store's write-ahead log belongs to one process: with several
+    # workers, every write is an LMDB commit of its own instead.
+    log = durability == "durable" and workers == 1
+    app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
+                   log=log)
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker.
     from lakebench.server.repository import Repository
@@ -79,9 +83,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="store directory (created if absent)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
-    parser.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default: 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="gunicorn worker processes (default: 1); with more than one, a durable "
+                        "write is an fsynced LMDB commit of its own, since the write-ahead log "
+                        "belongs to one process")
     parser.add_argument("--durability", choices=("durable", "nosync"), default="durable",
-                        help="durable: fsync every commit (default); nosync: written to the OS, not fsynced")
+                        help="durable (default): a write is answered once it is on stable storage "
+                        "(the write-ahead log, fdatasynced); nosync: written to the OS, not fsynced")
     parser.add_argument("--base-url", help="public base URL of the repository; resource IRIs start "
                         "with it (default: http://HOST:PORT/)")
     parser.add_argument("--max-body", type=int, default=None,

@@ -66,8 +66,10 @@ class Repository:
     """The resources of one LDP server, stored in one LMDB environment."""
 
     def __init__(self, path: str | os.PathLike, base_url: str, durable: bool = True,
-                 map_size: int = DEFAULT_MAP_SIZE):
-        self.store = LmdbStore(path, durable=durable, map_size=map_size)
+                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None):
+        # log: the store's write-ahead log (the default when durable), which one
+        # process owns; several worker processes need log=False.
+        self.store = LmdbStore(path, durable=durable, map_size=map_size, log=log)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._type = iri(RDF_TYPE)
         self._contains = iri(LDP + "contains")

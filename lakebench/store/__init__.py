@@ -16,12 +16,25 @@ b'<http://ex.org/a> <http://ex.org/p> "x\\\\ny"@en .\\n'
 >>> store.close()
 
 Terms are passed as IRI strings, rdflib terms or encoded bytes
-(:mod:`lakebench.store.terms`).  Every write method is one transaction,
-committed before it returns, unless :meth:`LmdbStore.begin` opened a
-pending one (the rdflib plugin's mode), which :meth:`LmdbStore.commit` ends.
+(:mod:`lakebench.store.terms`).  Every write method is committed before it
+returns, unless :meth:`LmdbStore.begin` opened a pending transaction (the
+rdflib plugin's mode), which :meth:`LmdbStore.commit` ends.
+
+**How a durable write is committed** (``durable=True``, the default): the
+write runs in the *batch*, one LMDB write transaction left open across
+writes; its changes are appended to the write-ahead log (:mod:`.wal`) and
+the log is fdatasynced, and only then does the call return.  Every
+``batch_writes`` writes (or ``batch_bytes`` of log), the batch is committed
+with LMDB's own fsync and the log starts again.  Reads through this store
+go through the batch, so they see every acknowledged write; a crash loses
+the batch, and the next open replays the log into the store.  One process
+owns a store's log at a time; ``log=False`` gives LMDB's plain durable
+commit per write instead (several processes may then write one store).
 """
 from __future__ import annotations
 
+import struct
+import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -34,62 +47,129 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.store.terms import DEFAULT_GRAPH, term
+from lakebench.store.wal import LogError, LoggedTxn, WriteAheadLog, decode_changes, encode_changes, replay
 
 __all__ = [
-    "LmdbStore", "check", "StoreError", "ParseError", "MapFullError", "LmdbError", "DEFAULT_GRAPH",
+    "LmdbStore", "check", "StoreError", "ParseError", "MapFullError", "LmdbError", "LogError", "DEFAULT_GRAPH",
 ]
 
 #: Initial map size; the map doubles whenever it is three quarters full or full.
 DEFAULT_MAP_SIZE = 256 << 20
 _MAX_GROWTHS = 24
+#: A batch is committed after this many logged writes, or this many bytes of log.
+DEFAULT_BATCH_WRITES = 256
+DEFAULT_BATCH_BYTES = 32 << 20
+#: The meta key holding the sequence number of the last log record in the store.
+_APPLIED = "wal_seq"
+_SEQ = struct.Struct(">Q")
+LOG_FILE = "wal"
 
 
 class LmdbStore:
-    """A quad store in one directory (LMDB's ``data.mdb`` and ``lock.mdb``).
+    """A quad store in one directory (LMDB's ``data.mdb`` and ``lock.mdb``, the log ``wal``).
 
-    ``durable=True`` (default) fsyncs every commit; ``durable=False``
-    (``nosync``) writes each commit to the OS without fsync, through the
-    memory map: a crashed process loses nothing committed, an OS crash or
-    power loss may lose the last commits or damage the store (LMDB's
-    MDB_NOSYNC contract, and what pyoxigraph does by default).
+    ``durable=True`` (default): a write returns once it is recoverable from
+    stable storage, through the write-ahead log (see the module docstring),
+    or, with ``log=False``, through LMDB's fsync of every commit.
+    ``durable=False`` (``nosync``) writes each commit to the OS without
+    fsync, through the memory map: a crashed process loses nothing
+    committed, an OS crash or power loss may lose the last commits or
+    damage the store (LMDB's MDB_NOSYNC contract, and what pyoxigraph does
+    by default).
     """
 
     def __init__(self, path, *, durable: bool = True, create: bool = True, readonly: bool = False,
-                 map_size: int = DEFAULT_MAP_SIZE):
+                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
+                 batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES):
         self.path = Path(path)
         if create and not readonly:
             self.path.mkdir(parents=True, exist_ok=True)
         elif not (self.path / "data.mdb").exists():
             raise StoreError(f"no store at {self.path}")
+        if log is None:
+            log = durable
+        log = log and not readonly
         # nosync writes through the memory map (MDB_WRITEMAP): a commit is then
         # only a meta-page update, about half the cost of an ingest.
         self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
-                               writemap=not durable and not readonly)
+                               writemap=not durable and not readonly and not log)
         self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
-        if not readonly:
+        self._log: WriteAheadLog | None = None
+        self._batch: Txn | None = None    # the open LMDB write transaction (log mode)
+        self._batch_records = 0           # logged writes in it
+        self._owner: int | None = None    # the thread that opened it
+        self._user: list | None = None    # changes of a begin()..commit() transaction (log mode)
+        self._seq = 0                     # the last sequence number logged
+        self.batch_writes = max(1, batch_writes)
+        self.batch_bytes = batch_bytes
+        log_path = self.path / LOG_FILE
+        # Without a log of its own, a writer still recovers one left by a crash.
+        recover_only = not log and not readonly and log_path.exists() and log_path.stat().st_size > 0
+        if log or recover_only:
+            try:
+                self._log = WriteAheadLog(log_path, durable=durable)
+                self._recover()
+                if recover_only:
+                    self._log.truncate()
+                    self._log.close()
+                    self._log = None
+            except BaseException:
+                if self._log is not None:
+                    self._log.close()
+                self._abort_batch()
+                self.env.close()
+                raise
+        if readonly:
+            pending = pending_log_records(self.path, self.env)
+            if pending:
+                self.env.close()
+                raise StoreError(f"{self.path}: {pending} acknowledged write(s) are in the log only; "
+                                 "open the store for writing once to recover them")
+        else:
             self._maybe_grow()
 
     @property
     def durability(self) -> str:
         return "durable" if self.env.durable else "nosync"
 
+    @property
+    def logged(self) -> bool:
+        """Whether writes go through the write-ahead log."""
+        return self._log is not None
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write transaction is open here: reads then come from it, so a
+        caller must not hold one across a write (read into a list instead)."""
+        return self._pending is not None or self._batch is not None
+
     # -- transactions ------------------------------------------------------
     def read(self) -> Txn:
-        """A read transaction (a snapshot), for ``with store.read() as txn:``."""
-        return self.env.begin()
+        """A read transaction (a snapshot), for ``with store.read() as txn:``.
 
-    def _reader(self) -> Txn:
-        """The pending write transaction (to see its writes) or a new snapshot."""
-        return self._pending[0] if self._pending else self.env.begin()
+        While writes are pending here, it is a view of the write transaction
+        (its ``commit``/``abort``/``with`` do not end it), so it sees them.
+        """
+        if self._batch is not None:
+            self._check_owner()
+            return _Borrowed(self._batch)
+        return self.env.begin()
 
     def begin(self) -> None:
         """Open a pending write transaction: later writes join it until commit()."""
-        if self._pending is None:
+        if self._log is not None:
+            if self._user is None:
+                self._user = []
+        elif self._pending is None:
             self._pending = (self.env.begin(write=True), [])
 
     def commit(self) -> None:
         """Commit the pending transaction, if any."""
-        if self._pending is not None:
+        if self._log is not None:
+            changes, self._user = self._user, None
+            if changes:
+                self._log_changes(changes)
+        elif self._pending is not None:
             txn, _ = self._pending
             self._pending = None
             txn.commit()
@@ -97,24 +177,30 @@ class LmdbStore:
 
     def rollback(self) -> None:
         """Discard the pending transaction, if any."""
-        if self._pending is not None:
+        if self._log is not None:
+            changes, self._user = self._user, None
+            if changes:
+                self._rebuild()  # the batch without them
+        elif self._pending is not None:
             txn, _ = self._pending
             self._pending = None
             txn.abort()
 
     @property
     def in_transaction(self) -> bool:
-        return self._pending is not None
+        return self._pending is not None or self._user is not None
 
     def write(self, op: Callable[[Txn], object]):
         """Run ``op(txn)`` in a write transaction and return its result.
 
-        Alone, ``op`` runs in its own transaction, committed before this
-        returns.  When the map is full the transaction is aborted, the map
-        doubled and ``op`` run again: a write is never half done, and once
-        this returns it is committed.  In a pending transaction, ``op`` joins
-        it; on a full map the pending operations are replayed in a new one.
+        Alone, ``op`` is committed (durable, in log mode: logged and
+        flushed) before this returns; if it raises, none of its changes
+        remain.  When the map is full the map is doubled and ``op`` run
+        again: a write is never half done.  In a pending transaction
+        (:meth:`begin`), ``op`` joins it.
         """
+        if self._log is not None:
+            return self._write_logged(op)
         if self._pending is not None:
             return self._write_pending(op)
         for _ in range(_MAX_GROWTHS):
@@ -155,6 +241,119 @@ class LmdbStore:
             return result
         raise MapFullError(-30792, "the map is still full after growing it")
 
+    # -- log mode: the batch and the write-ahead log --------------------------
+    def _write_logged(self, op):
+        for _ in range(_MAX_GROWTHS):
+            batch = self._open_batch()
+            txn = LoggedTxn(batch)
+            try:
+                result = op(txn)
+            except MapFullError:  # the core aborted the batch: grow, rebuild it, run op again
+                self._rebuild(grow=True)
+                continue
+            except BaseException:
+                if txn.changes or not batch.active:
+                    self._rebuild()  # undo op's changes: the batch again from the log
+                raise
+            if self._user is not None:
+                self._user.extend(txn.changes)
+            elif txn.changes:
+                self._log_changes(txn.changes)
+            return result
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _log_changes(self, changes) -> None:
+        """Make changes already in the batch durable: one log record, flushed."""
+        seq = self._seq + 1
+        try:
+            self._log.append(seq, encode_changes(changes))
+        except BaseException:
+            self._rebuild()  # not logged, so not acknowledged: out of the batch
+            raise
+        self._seq = seq
+        self._batch_records += 1
+        if self._batch_records >= self.batch_writes or self._log.size >= self.batch_bytes:
+            self._commit_batch()
+
+    def _open_batch(self) -> Txn:
+        if self._batch is None:
+            self._batch = self.env.begin(write=True)
+            self._owner = threading.get_ident()
+        else:
+            self._check_owner()
+        return self._batch
+
+    def _check_owner(self) -> None:
+        if self._owner != threading.get_ident():
+            # LMDB's writer lock belongs to the thread that took it.
+            raise StoreError("the store's write batch belongs to another thread")
+
+    def _commit_batch(self) -> None:
+        """Commit the batch with LMDB's fsync; the log then starts again."""
+        batch = self._batch
+        if batch is None:
+            return
+        if self._user:
+            raise StoreError("a pending transaction is open")
+        self._check_owner()
+        batch.set_meta(_APPLIED, _SEQ.pack(self._seq))
+        self._batch = None
+        self._batch_records = 0
+        try:
+            batch.commit()
+        except BaseException:
+            self._rebuild()  # still in the log: back into a new batch
+            raise
+        self._log.reset()
+        self._maybe_grow()
+
+    def _abort_batch(self) -> None:
+        batch, self._batch = self._batch, None
+        self._batch_records = 0
+        if batch is not None:
+            batch.abort()
+
+    def _rebuild(self, grow: bool = False) -> None:
+        """Abort the batch and build it again from the log (and the pending
+        transaction's changes), growing the map first if asked."""
+        user = self._user or []
+        for _ in range(_MAX_GROWTHS):
+            self._abort_batch()
+            if grow:
+                self.env.grow()
+            batch = self._open_batch()
+            try:
+                applied = _applied(batch)
+                records = [(seq, payload) for seq, payload in self._log.records() if seq > applied]
+                for _, payload in records:
+                    replay(batch, payload)
+                if user:
+                    replay(batch, encode_changes(user))
+            except MapFullError:
+                grow = True
+                continue
+            self._batch_records = len(records)
+            return
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _recover(self) -> None:
+        """At open: replay what the log holds beyond the store, and commit it."""
+        with self.env.begin() as txn:
+            applied = _applied(txn)
+        records = list(self._log.records())
+        pending = [(seq, payload) for seq, payload in records if seq > applied]
+        if pending and pending[0][0] != applied + 1:
+            raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
+                           f"records up to {applied}: records are missing")
+        self._seq = max([applied] + [seq for seq, _ in records])
+        if pending:
+            self._log.position_after(records)  # keep them until they are committed
+            self._rebuild()
+            self._seq = pending[-1][0]
+            self._commit_batch()
+        else:
+            self._seq = applied
+
     def _maybe_grow(self) -> None:
         info = self.env.info()
         if info["used_bytes"] * 4 > info["map_size"] * 3 and self.env.open_txns == 0:
@@ -193,13 +392,8 @@ class LmdbStore:
     def iter_serialize(self, *, graph=None, subject=None, format: str = "turtle",
                        prefixes: dict[str, str] | None = None) -> Iterator[bytes]:
         """Stream the triples of a graph and/or subject as N-Triples or Turtle chunks."""
-        txn = self._reader()
-        own = txn is not (self._pending[0] if self._pending else None)
-        try:
+        with self._snapshot() as txn:
             yield from txn.serialize(s=term(subject), c=term(graph), format=format, prefixes=prefixes)
-        finally:
-            if own:
-                txn.abort()
 
     def serialize(self, *, graph=None, subject=None, format: str = "turtle",
                   prefixes: dict[str, str] | None = None) -> bytes:
@@ -207,10 +401,14 @@ class LmdbStore:
         return b"".join(self.iter_serialize(graph=graph, subject=subject, format=format, prefixes=prefixes))
 
     # -- reads -------------------------------------------------------------
-    def _read(self, op):
+    def _snapshot(self) -> Txn:
+        """What a read sees: the open write transaction (not ended by ``with``) or a snapshot."""
         if self._pending is not None:
-            return op(self._pending[0])
-        with self.env.begin() as txn:
+            return _Borrowed(self._pending[0])
+        return self.read()
+
+    def _read(self, op):
+        with self._snapshot() as txn:
             return op(txn)
 
     def quads(self, s=None, p=None, o=None, graph=None) -> list[tuple[bytes, bytes, bytes, bytes]]:
@@ -234,16 +432,50 @@ class LmdbStore:
         return _check_env(self._read)
 
     def close(self) -> None:
-        """Commit a pending transaction and close the environment."""
-        if not self.env.closed:
-            self.commit()
-            self.env.close()
+        """Commit a pending transaction and the batch, and close the store."""
+        if self.env.closed:
+            return
+        self.commit()
+        if self._log is not None:
+            self._commit_batch()
+            self._log.truncate()  # everything is in data.mdb: the log costs no disk at rest
+            self._log.close()
+        self.env.close()
 
     def __enter__(self) -> "LmdbStore":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Borrowed:
+    """A view of an open write transaction for reading: ending it is a no-op,
+    since the transaction belongs to the store."""
+
+    def __init__(self, txn: Txn):
+        self._txn = txn
+
+    def __getattr__(self, name):
+        return getattr(self._txn, name)
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+def _applied(txn) -> int:
+    """The sequence number of the last log record the store holds."""
+    value = txn.get_meta(_APPLIED)
+    return _SEQ.unpack(value)[0] if value else 0
 
 
 def turtle_to_ntriples(data: bytes, base: str | None) -> bytes:
@@ -270,12 +502,58 @@ def _check_env(read) -> Problems:
     return result
 
 
+def pending_log_records(path, env) -> int:
+    """How many log records of the store at ``path`` are not in its LMDB file yet,
+    0 also when a live process owns the log (its batch is not ours to see)."""
+    log_path = Path(path) / LOG_FILE
+    if not log_path.exists():
+        return 0
+    log = WriteAheadLog(log_path, readonly=True)
+    try:
+        if log.writer_alive:
+            return 0
+        with env.begin() as txn:
+            applied = _applied(txn)
+        return sum(1 for seq, _ in log.records() if seq > applied)
+    finally:
+        log.close()
+
+
+def _check_log(path: Path, env, result: "Problems") -> None:
+    """Every record of the log beyond the store decodes, in sequence."""
+    log_path = path / LOG_FILE
+    result.summary["log_pending"] = 0
+    if not log_path.exists():
+        return
+    log = WriteAheadLog(log_path, readonly=True)
+    try:
+        with env.begin() as txn:
+            applied = _applied(txn)
+        result.summary["log_applied"] = applied
+        expected = None
+        for seq, payload in log.records():
+            if seq <= applied:
+                continue
+            if expected is None and seq != applied + 1:
+                result.append(f"log: record {seq} follows {applied}, the last in the store: records are missing")
+            expected = seq + 1
+            try:
+                decode_changes(payload)
+            except LogError as exc:
+                result.append(f"log: record {seq}: {exc}")
+            result.summary["log_pending"] += 1
+    finally:
+        log.close()
+
+
 def check(path) -> Problems:
     """Verify the store at ``path``: the list of problems, empty when consistent.
 
     The result's ``summary`` holds counts (quads, triples, terms, graphs,
-    subjects, entries of each index, hash collisions).  The store is opened
-    read-only; the check reads one snapshot.
+    subjects, entries of each index, hash collisions) and ``log_pending``,
+    the acknowledged writes still only in the write-ahead log (replayed at
+    the next writable open; each must decode, in sequence).  The store is
+    opened read-only; the check reads one snapshot.
     """
     path = Path(path)
     if not (path / "data.mdb").exists():
@@ -286,6 +564,7 @@ def check(path) -> Problems:
     try:
         with env.begin() as txn:
             result = _check_env(lambda op: op(txn))
+        _check_log(path, env, result)
         result.summary["bytes"] = sum(f.stat().st_size for f in path.glob("*.mdb"))
         return result
     finally:

@@ -17,8 +17,8 @@
 "durable": bool}``.  Writes join one pending LMDB write transaction, opened
 by the first write and ended by ``commit()`` or ``rollback()``; ``close()``
 commits what is pending.  Reads through this store see its pending writes;
-other readers see only committed ones.  The transaction belongs to the
-thread that made the first write.
+readers in other processes see only committed ones.  The transaction
+belongs to the thread that made the first write.
 
 Contexts are graphs named by IRIs or blank nodes; a graph exists while it
 holds a triple or after ``add_graph`` (it is graph-aware, as ``Dataset``
@@ -114,9 +114,10 @@ class LmdbRdflibStore(Store):
         return tuple(None if t is None else encode(t) for t in triple)
 
     def _quads(self, s, p, o, c) -> Iterator[tuple]:
-        """Matching quads; a list when reading through the pending write transaction."""
+        """Matching quads; a list when reading through a write transaction (the
+        caller may write while it iterates)."""
         store = self._live()
-        if store.in_transaction:
+        if store.writing:
             return iter(store.quads(s, p, o, c))
         return _stream(store, s, p, o, c)
 

@@ -39,8 +39,8 @@ class System:
     """
 
     name: str = "?"
-    #: "durable" (each commit fsynced), "nosync" (written to the OS, not
-    #: fsynced), or "volatile" (nothing reaches disk).
+    #: "durable" (a write is acknowledged once on stable storage), "nosync"
+    #: (written to the OS, not fsynced), or "volatile" (nothing reaches disk).
     durability: str = "?"
     transport: str = "in-process"
 

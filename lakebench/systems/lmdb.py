@@ -4,8 +4,9 @@ Each child is parsed from N-Triples by the core, straight to term ids, and
 written into its own graph together with the parent's ``ldp:contains``
 triple, in one LMDB transaction.  The parent is read back by serializing its
 graph from the ``cspo`` index to Turtle.  Two durability modes: ``lmdb``
-fsyncs every commit, ``lmdb-nosync`` writes commits to the OS only (what
-pyoxigraph does by default).
+returns from each write once it is on stable storage (the store's
+write-ahead log, fdatasynced; docs/store.rst), ``lmdb-nosync`` writes
+commits to the OS only (what pyoxigraph does by default).
 """
 from __future__ import annotations
 

@@ -1,0 +1,199 @@
+/* iotrace: an LD_PRELOAD library that records what a process writes to the
+ * files of one directory, and when it flushes them, so that a test can
+ * rebuild every disk a power cut could have left (tests/store/powerloss).
+ *
+ * IOTRACE_DIR names the directory (absolute, resolved); IOTRACE_LOG the
+ * trace file.  Each event is appended to the trace as
+ *     kind u8 | name length u8 | name | offset u64 | length u64 | data
+ * with kind 'W' (bytes written at offset), 'S' (fsync or fdatasync of the
+ * file), 'T' (ftruncate to offset) or 'D' (a write through a descriptor
+ * opened O_SYNC/O_DSYNC: on stable storage when the call returns).
+ * Writes through a memory map are not seen: the store's durable mode does
+ * not write through its map.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MAX_FD 4096
+
+static char traced_dir[PATH_MAX];
+static size_t traced_len;
+static int trace_fd = -1;
+static char *names[MAX_FD];   /* file name (relative to the directory) of a traced fd */
+static int synchronous[MAX_FD];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
+static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
+static int (*real_open)(const char *, int, ...);
+static int (*real_openat)(int, const char *, int, ...);
+static int (*real_close)(int);
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+static int (*real_ftruncate)(int, off_t);
+
+__attribute__((constructor)) static void init(void) {
+    real_write = dlsym(RTLD_NEXT, "write");
+    real_pwrite = dlsym(RTLD_NEXT, "pwrite64");
+    real_writev = dlsym(RTLD_NEXT, "writev");
+    real_pwritev = dlsym(RTLD_NEXT, "pwritev64");
+    real_open = dlsym(RTLD_NEXT, "open64");
+    real_openat = dlsym(RTLD_NEXT, "openat64");
+    real_close = dlsym(RTLD_NEXT, "close");
+    real_fsync = dlsym(RTLD_NEXT, "fsync");
+    real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
+    real_ftruncate = dlsym(RTLD_NEXT, "ftruncate64");
+    const char *dir = getenv("IOTRACE_DIR"), *log = getenv("IOTRACE_LOG");
+    if (!dir || !log)
+        return;
+    strncpy(traced_dir, dir, sizeof traced_dir - 2);
+    traced_len = strlen(traced_dir);
+    if (traced_len && traced_dir[traced_len - 1] != '/')
+        traced_dir[traced_len++] = '/';
+    trace_fd = real_open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+static void put(const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t w = real_write(trace_fd, c, n);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            abort(); /* a trace with a hole would prove nothing */
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+static void event(char kind, int fd, uint64_t offset, const struct iovec *iov, int iovcnt, uint64_t length) {
+    const char *name = names[fd];
+    uint8_t n = (uint8_t)strlen(name);
+    pthread_mutex_lock(&lock);
+    put(&kind, 1);
+    put(&n, 1);
+    put(name, n);
+    put(&offset, 8);
+    put(&length, 8);
+    for (int i = 0; i < iovcnt && length; i++) {
+        size_t part = iov[i].iov_len < length ? iov[i].iov_len : length;
+        put(iov[i].iov_base, part);
+        length -= part;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static int traced(int fd) { return trace_fd >= 0 && fd >= 0 && fd < MAX_FD && names[fd]; }
+
+static void remember(int fd, int flags) {
+    char link[64], path[PATH_MAX];
+    if (trace_fd < 0 || fd < 0 || fd >= MAX_FD)
+        return;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0)
+        return;
+    path[n] = 0;
+    free(names[fd]);
+    names[fd] = NULL;
+    if ((size_t)n > traced_len && strncmp(path, traced_dir, traced_len) == 0 && !strchr(path + traced_len, '/')) {
+        names[fd] = strdup(path + traced_len);
+        synchronous[fd] = (flags & (O_SYNC | O_DSYNC)) != 0;
+    }
+}
+
+int open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = va_arg(ap, mode_t);
+    va_end(ap);
+    int fd = real_open(path, flags, mode);
+    remember(fd, flags);
+    return fd;
+}
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+int openat(int dirfd, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = va_arg(ap, mode_t);
+    va_end(ap);
+    int fd = real_openat(dirfd, path, flags, mode);
+    remember(fd, flags);
+    return fd;
+}
+int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
+
+int close(int fd) {
+    if (fd >= 0 && fd < MAX_FD && names[fd]) {
+        free(names[fd]);
+        names[fd] = NULL;
+    }
+    return real_close(fd);
+}
+
+static void written(int fd, off_t at, const struct iovec *iov, int iovcnt, ssize_t n) {
+    if (n > 0 && traced(fd))
+        event(synchronous[fd] ? 'D' : 'W', fd, (uint64_t)at, iov, iovcnt, (uint64_t)n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+    ssize_t n = real_pwrite(fd, buf, count, offset);
+    struct iovec iov = {(void *)buf, count};
+    written(fd, offset, &iov, 1, n);
+    return n;
+}
+ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) __attribute__((alias("pwrite")));
+
+ssize_t write(int fd, const void *buf, size_t count) {
+    off_t at = traced(fd) ? lseek(fd, 0, SEEK_CUR) : 0;
+    ssize_t n = real_write(fd, buf, count);
+    struct iovec iov = {(void *)buf, count};
+    written(fd, at, &iov, 1, n);
+    return n;
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
+    off_t at = traced(fd) ? lseek(fd, 0, SEEK_CUR) : 0;
+    ssize_t n = real_writev(fd, iov, iovcnt);
+    written(fd, at, iov, iovcnt, n);
+    return n;
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    ssize_t n = real_pwritev(fd, iov, iovcnt, offset);
+    written(fd, offset, iov, iovcnt, n);
+    return n;
+}
+ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset) __attribute__((alias("pwritev")));
+
+static int synced(int fd, int rc) {
+    if (rc == 0 && traced(fd))
+        event('S', fd, 0, NULL, 0, 0);
+    return rc;
+}
+int fsync(int fd) { return synced(fd, real_fsync(fd)); }
+int fdatasync(int fd) { return synced(fd, real_fdatasync(fd)); }
+
+int ftruncate(int fd, off_t length) {
+    int rc = real_ftruncate(fd, length);
+    if (rc == 0 && traced(fd))
+        event('T', fd, (uint64_t)length, NULL, 0, 0);
+    return rc;
+}
+int ftruncate64(int fd, off_t length) __attribute__((alias("ftruncate")));

@@ -1,0 +1,132 @@
+"""The write-ahead log: its records, recovery, and how the store uses it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lakebench.store import LmdbStore, LogError, StoreError, check
+from lakebench.store.terms import iri
+from lakebench.store.wal import WriteAheadLog, decode_changes, encode_changes
+
+S, P = iri("http://ex.org/s"), iri("http://ex.org/p")
+
+
+def _quad(i: int) -> tuple:
+    return (S, P, iri(f"http://ex.org/o{i}"), S)
+
+
+def test_changes_round_trip_every_mutation():
+    changes = [
+        ("ingest_ntriples", (b"<http://a> <http://b> <http://c> .\n", b"Ig", [(b"Ia", b"Ib", b"Lc", b"Ig")])),
+        ("add", ([(b"Ia", b"Ib", b"Gen\x00x", b"Ig")],)),
+        ("remove", (b"Ia", None, None, b"Ig")),
+        ("add_graph", (b"Ig",)),
+        ("remove_graph", (b"Bb1",)),
+        ("set_namespace", ("ex", "http://ex.org/")),
+        ("del_namespace", ("",)),
+    ]
+    assert decode_changes(encode_changes(changes)) == changes
+
+
+def test_a_torn_or_damaged_tail_ends_the_log(tmp_path):
+    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    for seq in (1, 2, 3):
+        log.append(seq, b"x" * 100)
+    log.close()
+    size = os.path.getsize(tmp_path / "wal")
+    with open(tmp_path / "wal", "r+b") as f:  # the last record half written
+        f.truncate(size - 50)
+    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    assert [seq for seq, _ in log.records()] == [1, 2]
+    log.close()
+    with open(tmp_path / "wal", "r+b") as f:  # a flipped byte in the second record's payload
+        f.seek(size // 3 + 60)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    assert [seq for seq, _ in log.records()] == [1]
+    log.close()
+
+
+def test_stale_records_after_a_reset_are_not_read(tmp_path):
+    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    for seq in (1, 2, 3):
+        log.append(seq, b"a" * 10)
+    log.reset()
+    log.append(4, b"b" * 10)  # overwrites record 1: records 2 and 3 follow, out of sequence
+    assert [seq for seq, _ in log.records()] == [4]
+    log.close()
+
+
+def test_one_writer_process_owns_the_log(tmp_path):
+    with LmdbStore(tmp_path / "s"):
+        code = "import sys; from lakebench.store import LmdbStore; LmdbStore(sys.argv[1])"
+        proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True)
+        assert proc.returncode != 0
+        assert "open for writing in another process" in proc.stderr
+
+
+def test_a_crash_leaves_writes_in_the_log_and_the_next_open_replays_them(tmp_path):
+    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
+            "s = LmdbStore(sys.argv[1])\n"
+            "S, P = iri('http://ex.org/s'), iri('http://ex.org/p')\n"
+            "for i in range(10): s.add([(S, P, iri(f'http://ex.org/o{i}'), S)])\n"
+            "os._exit(0)  # no close: the batch was never committed\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    problems = check(tmp_path / "s")
+    assert problems == [] and problems.summary["log_pending"] == 10
+    with pytest.raises(StoreError, match="in the log only"):
+        LmdbStore(tmp_path / "s", readonly=True)
+    with LmdbStore(tmp_path / "s") as store:  # recovery
+        assert store.count(S) == 10
+    assert check(tmp_path / "s").summary["log_pending"] == 0
+    with LmdbStore(tmp_path / "s", readonly=True) as store:
+        assert store.count(S) == 10
+    assert os.path.getsize(tmp_path / "s" / "wal") == 0  # a clean close empties the log
+
+
+def test_a_write_that_fails_after_changing_the_batch_leaves_nothing(tmp_path):
+    with LmdbStore(tmp_path / "s", batch_writes=1000) as store:
+        store.add([_quad(0)])
+
+        def half_done(txn):
+            txn.add([_quad(1)])
+            raise RuntimeError("refused after the first change")
+
+        with pytest.raises(RuntimeError):
+            store.write(half_done)
+        assert store.count(S) == 1  # the earlier, acknowledged write stays
+        store.add([_quad(2)])
+        assert store.count(S) == 2
+    with LmdbStore(tmp_path / "s") as store:
+        assert sorted(q[2] for q in store.quads(S)) == [iri("http://ex.org/o0"), iri("http://ex.org/o2")]
+
+
+def test_batches_commit_and_the_log_starts_again(tmp_path):
+    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
+            "s = LmdbStore(sys.argv[1], batch_writes=4)\n"
+            "S, P = iri('http://ex.org/s'), iri('http://ex.org/p')\n"
+            "for i in range(10): s.add([(S, P, iri(f'http://ex.org/o{i}'), S)])\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    summary = check(tmp_path / "s").summary
+    # two batches of 4 are committed; the last 2 writes are in the log alone,
+    # which was written again from its start after each commit
+    assert (summary["log_applied"], summary["log_pending"]) == (8, 2)
+    assert os.path.getsize(tmp_path / "s" / "wal") < 4 * 200
+    with LmdbStore(tmp_path / "s") as store:
+        assert store.count(S) == 10
+
+
+def test_a_full_map_grows_and_keeps_the_batch(tmp_path, small_workload):
+    with LmdbStore(tmp_path / "s", map_size=1 << 16, batch_writes=1000) as store:
+        for child in small_workload:
+            store.ingest(child.ntriples, child.uri)
+        assert len(store) == 20 * 200
+    assert check(tmp_path / "s") == []
+    with LmdbStore(tmp_path / "s") as store:
+        assert len(store) == 20 * 200

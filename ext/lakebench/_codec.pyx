@@ -4,6 +4,24 @@ sub-databases and the order of each quad index, the kind bytes of encoded
 terms, and the term hash.  The C side (packing, entry order, the hash) is
 in ``_codec.pxd``, inlined into every module that uses it.
 
+Layout of one environment (a directory holding ``data.mdb`` / ``lock.mdb``),
+every integer big-endian so that byte order is numeric order (except the
+keys of ``i2t``):
+
+``meta``  name -> value (``format`` = FORMAT_VERSION, ``bnode_docs`` counter)
+``ns``    prefix (UTF-8) -> namespace IRI (UTF-8)
+``graphs`` graph id (4 bytes) -> empty: graphs declared even while empty
+``t2i``   64-bit term hash (8 bytes) -> term id (4 bytes), DUPSORT|DUPFIXED:
+          several ids under one hash are collisions, told apart by comparing
+          the stored terms.
+``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
+          compare for the hot id -> term lookups) -> encoded term; ids are
+          sequential from 1 and appended, so pages are full.
+``spoc``  s -> (p, o, c)  \\
+``posc``  p -> (o, s, c)   | 4-byte key, 12-byte values, DUPSORT|DUPFIXED:
+``ospc``  o -> (s, p, c)   | one entry per quad in each index.
+``cspo``  c -> (s, p, o)  /
+
 An encoded term is one kind byte and UTF-8 text:
 ``I`` + IRI, ``B`` + blank node label, ``L`` + lexical form (simple literal),
 ``G`` + language tag + NUL + lexical form, ``D`` + datatype IRI + NUL +

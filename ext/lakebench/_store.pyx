@@ -10,27 +10,10 @@ The core is split by concern, one Cython module each (``ext/lakebench/``):
 ``_txncore`` a transaction's C half (term ids, index writes, scans), and
 this module.  Everything Python sees is here (re-exported where it is made).
 
-Layout of one environment (a directory holding ``data.mdb`` / ``lock.mdb``),
-every integer big-endian so that byte order is numeric order (except the
-keys of ``i2t``):
+The byte layout of an environment is described in ``_codec``.
 
-``meta``  name -> value (``format`` = FORMAT_VERSION, ``bnode_docs`` counter)
-``ns``    prefix (UTF-8) -> namespace IRI (UTF-8)
-``graphs`` graph id (4 bytes) -> empty: graphs declared even while empty
-``t2i``   64-bit term hash (8 bytes) -> term id (4 bytes), DUPSORT|DUPFIXED:
-          several ids under one hash are collisions, told apart by comparing
-          the stored terms.
-``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
-          compare for the hot id -> term lookups) -> encoded term; ids are
-          sequential from 1 and appended, so pages are full.
-``spoc``  s -> (p, o, c)  \\
-``posc``  p -> (o, s, c)   | 4-byte key, 12-byte values, DUPSORT|DUPFIXED:
-``ospc``  o -> (s, p, c)   | one entry per quad in each index.
-``cspo``  c -> (s, p, o)  /
-
-An encoded term is one kind byte (``KIND_IRI`` ...) and UTF-8 text
-(``_codec``).  Terms are never deleted, so an id, once committed, names the
-same term forever.
+Terms are never deleted, so an id, once committed, names the same term
+forever.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset

@@ -179,8 +179,8 @@ cdef int tw_init(TripleWriter* w, bint turtle, prefixes, TermLookup lookup, void
     if not turtle:
         return 0
     # the longest namespace first, so that the most specific prefix wins
-    pairs = sorted(((str(name).encode(), str(ns).encode()) for name, ns in (prefixes or {}).items()),
-                   key=lambda pair: -len(pair[1]))
+    pairs = [(str(name).encode(), str(ns).encode())
+             for name, ns in sorted((prefixes or {}).items(), key=lambda kv: -len(kv[1]))]
     px.n = len(pairs)
     px.ns = <const char**>calloc(px.n + 1, sizeof(char*))
     px.ns_len = <size_t*>calloc(px.n + 1, sizeof(size_t))

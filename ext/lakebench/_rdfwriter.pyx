@@ -4,7 +4,7 @@ or Turtle bytes, without the GIL.
 
 ``render_term`` writes one term (N-Triples, or Turtle with prefixes and
 ``a``); a ``TripleWriter`` writes a stream of id triples in index order,
-fetching each term through its ``lookup`` only when it is printed: N-Triples
+reading each term from ``i2t`` only when it is printed: N-Triples
 renders a subject-predicate pair once per run, Turtle groups by subject and
 predicate (``;`` and ``,``).  A triple equal to the previous one (the same
 triple in another graph) is written once.  Every serialization path of the
@@ -16,8 +16,9 @@ from libc.string cimport memcmp, memset, memchr
 from libc.stdlib cimport calloc, free
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 
+from liblmdb cimport MDB_txn, MDB_dbi, MDB_val
 from lakebench._codec cimport (E_NOMEM, E_TERM, TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL,
-                               TERM_TYPED_LITERAL, iri_forbidden, is_alpha, is_digit)
+                               TERM_TYPED_LITERAL, iri_forbidden, is_alpha, is_digit, get_term)
 from lakebench._tables cimport Buf, buf_reserve, buf_put, buf_byte, buf_free
 
 cdef const char* RDF_TYPE = b"http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -168,14 +169,15 @@ def render_ntriples_term(bytes term):
 
 
 # ---------------------------------------------------------------- triples
-cdef int tw_init(TripleWriter* w, bint turtle, prefixes, TermLookup lookup, void* lookup_ctx) except -1:
-    """A writer of N-Triples, or Turtle with ``prefixes`` (name -> namespace)."""
+cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, MDB_dbi i2t) except -1:
+    """A writer of N-Triples, or Turtle with ``prefixes`` (name -> namespace),
+    of the terms of transaction ``txn``."""
     cdef Prefixes* px = &w.px
     cdef size_t i
     memset(w, 0, sizeof(TripleWriter))
     w.turtle = turtle
-    w.lookup = lookup
-    w.lookup_ctx = lookup_ctx
+    w.txn = txn
+    w.i2t = i2t
     if not turtle:
         return 0
     # the longest namespace first, so that the most specific prefix wins
@@ -229,12 +231,11 @@ cdef int tw_header(TripleWriter* w) noexcept nogil:
     return 0
 
 cdef inline int put_term(TripleWriter* w, Buf* out, uint32_t tid, Prefixes* px, bint predicate) noexcept nogil:
-    cdef const uint8_t* t
-    cdef size_t n
-    cdef int rc = w.lookup(w.lookup_ctx, tid, &t, &n)
+    cdef MDB_val t
+    cdef int rc = get_term(w.txn, w.i2t, tid, &t)
     if rc:
         return rc
-    return render_term(out, t, n, px, predicate)
+    return render_term(out, <const uint8_t*>t.mv_data, t.mv_size, px, predicate)
 
 cdef int tw_triple(TripleWriter* w, uint32_t s, uint32_t p, uint32_t o) noexcept nogil:
     """Append one triple; 0 or an error code."""

@@ -829,17 +829,6 @@ cdef class Txn:
         return result
 
 
-cdef int lookup_stored_term(void* core, uint32_t tid, const uint8_t** term, size_t* size) noexcept nogil:
-    """The writer's TermLookup: an id's encoded term in the transaction ``core``."""
-    cdef TxnCore* c = <TxnCore*>core
-    cdef MDB_val v
-    cdef int rc = get_term(c.txn, c.dbi[DB_I2T], tid, &v)
-    if rc == 0:
-        term[0] = <const uint8_t*>v.mv_data
-        size[0] = v.mv_size
-    return rc
-
-
 cdef enum:
     BATCH = 256
 
@@ -878,7 +867,7 @@ cdef class _Scan:
             if rc:
                 raise_rc(rc, "mdb_cursor_open")
         if mode == 1 or mode == 2:
-            tw_init(&it.writer, mode == 2, prefixes, lookup_stored_term, &t.core)
+            tw_init(&it.writer, mode == 2, prefixes, t.core.txn, t.env.dbi[DB_I2T])
         return it
 
     def __dealloc__(self):

@@ -2,9 +2,10 @@
 # index writes and pattern scans, all without the GIL.  _store's Txn holds
 # one TxnCore and is its Python face.
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memset
 
-from liblmdb cimport MDB_txn, MDB_dbi, MDB_cursor, mdb_cursor_open
-from lakebench._codec cimport N_DBS
+from liblmdb cimport *
+from lakebench._codec cimport N_DBS, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
 from lakebench._tables cimport TTable, QBuf
 
 cdef struct TxnCore:
@@ -51,6 +52,46 @@ cdef struct ScanState:
 
 cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil
 cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil
-cdef int scan_next(ScanState* st, uint32_t* q) noexcept nogil
 cdef int scan_count(ScanState* st, size_t* n) noexcept nogil
 cdef int count_triples(TxnCore* c, size_t* n) noexcept nogil
+
+cdef inline int scan_next(ScanState* st, uint32_t* q) noexcept nogil:
+    """Next matching quad into q[4]; MDB_NOTFOUND at the end (inline: it runs once
+    per quad of every read)."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ENTRY_VALUE_SIZE]
+    cdef int rc, i
+    while True:
+        if not st.started:
+            st.started = 1
+            if st.key:
+                put_be32(kb, st.key)
+                k.mv_data = kb
+                k.mv_size = ID_SIZE
+                if st.npre:
+                    memset(vb, 0, ENTRY_VALUE_SIZE)
+                    for i in range(st.npre):
+                        put_be32(vb + 4 * i, st.pre[i])
+                    v.mv_data = vb
+                    v.mv_size = ENTRY_VALUE_SIZE
+                    rc = mdb_cursor_get(st.cur, &k, &v, MDB_GET_BOTH_RANGE)
+                else:
+                    rc = mdb_cursor_get(st.cur, &k, &v, MDB_SET_KEY)
+            else:
+                rc = mdb_cursor_get(st.cur, &k, &v, MDB_FIRST)
+        else:
+            rc = mdb_cursor_get(st.cur, &k, &v, MDB_NEXT_DUP if st.key else MDB_NEXT)
+        if rc:
+            return rc
+        if k.mv_size != ID_SIZE or v.mv_size != ENTRY_VALUE_SIZE:
+            return E_CORRUPT
+        # the entry's values in index order: a, b, c
+        for i in range(st.npre):
+            if get_be32(<uint8_t*>v.mv_data + 4 * i) != st.pre[i]:
+                return MDB_NOTFOUND   # past the prefix: sorted, so nothing more matches
+        unpack_entry(st.ix, &k, &v, q)
+        if (st.want[0] and q[0] != st.want[0]) or (st.want[1] and q[1] != st.want[1]) \
+                or (st.want[2] and q[2] != st.want[2]) or (st.want[3] and q[3] != st.want[3]):
+            continue
+        return 0

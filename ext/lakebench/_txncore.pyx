@@ -396,46 +396,6 @@ cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil:
     """Open the scan's own cursor (closed by its owner: mdb_cursor_close)."""
     return mdb_cursor_open(c.txn, c.dbi[DB_SPOC + st.ix], &st.cur)
 
-cdef int scan_next(ScanState* st, uint32_t* q) noexcept nogil:
-    """Next matching quad into q[4]; MDB_NOTFOUND at the end."""
-    cdef MDB_val k, v
-    cdef uint8_t kb[ID_SIZE]
-    cdef uint8_t vb[ENTRY_VALUE_SIZE]
-    cdef int rc, i
-    while True:
-        if not st.started:
-            st.started = 1
-            if st.key:
-                put_be32(kb, st.key)
-                k.mv_data = kb
-                k.mv_size = ID_SIZE
-                if st.npre:
-                    memset(vb, 0, ENTRY_VALUE_SIZE)
-                    for i in range(st.npre):
-                        put_be32(vb + 4 * i, st.pre[i])
-                    v.mv_data = vb
-                    v.mv_size = ENTRY_VALUE_SIZE
-                    rc = mdb_cursor_get(st.cur, &k, &v, MDB_GET_BOTH_RANGE)
-                else:
-                    rc = mdb_cursor_get(st.cur, &k, &v, MDB_SET_KEY)
-            else:
-                rc = mdb_cursor_get(st.cur, &k, &v, MDB_FIRST)
-        else:
-            rc = mdb_cursor_get(st.cur, &k, &v, MDB_NEXT_DUP if st.key else MDB_NEXT)
-        if rc:
-            return rc
-        if k.mv_size != ID_SIZE or v.mv_size != ENTRY_VALUE_SIZE:
-            return E_CORRUPT
-        # the entry's values in index order: a, b, c
-        for i in range(st.npre):
-            if get_be32(<uint8_t*>v.mv_data + 4 * i) != st.pre[i]:
-                return MDB_NOTFOUND   # past the prefix: sorted, so nothing more matches
-        unpack_entry(st.ix, &k, &v, q)
-        if (st.want[0] and q[0] != st.want[0]) or (st.want[1] and q[1] != st.want[1]) \
-                or (st.want[2] and q[2] != st.want[2]) or (st.want[3] and q[3] != st.want[3]):
-            continue
-        return 0
-
 cdef int scan_count(ScanState* st, size_t* n) noexcept nogil:
     """The number of quads an open scan matches; MDB_NOTFOUND when done."""
     cdef MDB_val k, v

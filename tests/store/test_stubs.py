@@ -1,6 +1,6 @@
 """The type stubs of the compiled core (lakebench/_*.pyi) match the compiled
 modules: mypy's stubtest imports each module and compares every name,
-signature and class with its stub, as py-lmdb checks its own."""
+signature and class with its stub."""
 from __future__ import annotations
 
 import os

@@ -25,7 +25,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
 
 from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_NOMEM, E_PARSE,
-                               E_IDS, E_CORRUPT, E_TERM, ID_SIZE, put_be32, get_be32, get_term, hash_bytes,
+                               E_IDS, E_CORRUPT, E_TERM, put_be32, get_be32, get_term, hash_bytes,
                                check_term)
 from lakebench._tables cimport TTable, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args

@@ -20,7 +20,7 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                IX_POSC, IX_OSPC, IX_CSPO, ID_SIZE, ENTRY_VALUE_SIZE, HASH_SIZE, TERM_IRI,
                                TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL, TERM_TYPED_LITERAL, Quad,
                                put_be32, get_be32, put_be64, get_be64, ld32, to_entry, pack_entry,
-                               unpack_entry, cmp_quad, get_term, hash_bytes)
+                               cmp_quad, get_term, hash_bytes)
 from lakebench._tables cimport (TEntry, TF_BLANK, tt_term, tt_find, tt_add, tt_clear, qb_free)
 
 # Terms of the kinds worth remembering across transactions (the cache).

@@ -1,4 +1,4 @@
-"""``lakebench`` command line: run | report | check | serve | fcrepo.
+"""``lakebench`` command line: run | report | check | serve | fcrepo | lakesuperior.
 
 Every user mistake (unknown system, non-positive count, unwritable output)
 is one line on stderr and exit code 2, never a traceback.
@@ -107,8 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--parent", default="parent",
                      help="name of the parent container, relative to the base URL (default: parent)")
     run.add_argument("--system-url", metavar="URL",
-                     help="base URL of a running LDP server: required by the ldp system; for fcrepo, "
-                     "use that Fedora (e.g. http://host:8080/rest/) instead of starting one")
+                     help="base URL of a running LDP server: required by the ldp system; for fcrepo "
+                     "or lakesuperior, use that server (e.g. http://host:8080/rest/, "
+                     "http://host:8000/ldp/) instead of starting one")
     run.add_argument("--fcrepo-version", default=None,
                      help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; "
                      "the fcrepo6 system is 6.1.0)")
@@ -147,9 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
     check.set_defaults(func=cmd_check)
 
-    from lakebench import fcrepo, report, server
+    from lakebench import fcrepo, lakesuperior, report, server
 
     fcrepo.add_parser(sub)
+    lakesuperior.add_parser(sub)
     report.add_parser(sub)
     server.add_parser(sub)
     return parser
@@ -217,6 +219,8 @@ def cmd_run(args) -> int:
           f"{args.triples} triples, {lengths}-character literals, seed {args.seed}.")
     print(results.format_table(results.summary_rows(document)))
     print(f"\nResults: {out / 'results.json'}  (per-child latencies: {out / 'latencies.csv'})")
+    for line in results.generation_lines(document):  # the harness's own share, when it is large
+        print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] != "ok"]
     return 1 if failed else 0
 

@@ -15,7 +15,12 @@ number of users, ``--processes`` or ``--master``/``--worker`` nodes:
   workers report every completed PUT back (``lakebench:done``).
 
 Child ``k``'s internal links point to the children the same user created
-(newest first), so every linked resource exists.  A PUT answered with a
+(newest first), so every linked resource exists.  A user takes its indices
+a block at a time (:data:`PREPARE_BLOCK`) and builds the block's Turtle
+before timing any of it, on a native thread of gevent's pool so that the
+other users' requests in flight are not held up; each child is built linking
+as if the block's earlier PUTs succeed, and built again, before its clock,
+if one did not.  A PUT answered with a
 status other than 201/204 is a Locust failure, and its index still counts
 as used.  Once the last creation completes, the local runner (or the master)
 waits until Locust's statistics hold every PUT, then GETs the parent in
@@ -66,6 +71,8 @@ PREFER = {
     "minimal": 'return=representation; include="http://www.w3.org/ns/ldp#PreferMinimalContainer"',
 }
 CHILD_GET_NAME = "GET child"
+#: Children a user takes and builds at once, before timing any of them.
+PREPARE_BLOCK = 8
 CREATED = (201, 204)  # what a successful child PUT may answer
 # Compressed answers would make sizes and times incomparable with
 # lakebench's own client (urllib3, which asks for no encoding).
@@ -286,7 +293,9 @@ def summarize(records: list[dict]) -> dict:
     """Totals of a list of PUT records (completion order)."""
     ok = [r for r in records if r["ok"]]
     lat = sorted(r["seconds"] for r in records)
-    out = {"created": len(ok), "failed": len(records) - len(ok)}
+    out = {"created": len(ok), "failed": len(records) - len(ok),
+           # seconds the users spent building the children's Turtle (before their clocks)
+           "generate_seconds": round(sum(r.get("generate_seconds", 0.0) for r in records), 6)}
     if records:
         out["ingest_seconds"] = round(max(r["end"] for r in records) - min(r["start"] for r in records), 6)
         out["mean_seconds"] = sum(lat) / len(lat)
@@ -428,6 +437,11 @@ class _Coordinator:
     def next_index(self) -> int | None:
         raise NotImplementedError
 
+    def next_block(self, want: int) -> list[int]:
+        """Up to ``want`` indices for one user to send (empty: none left)."""
+        index = self.next_index()
+        return [] if index is None else [index]
+
     def completed(self, record: dict) -> None:
         raise NotImplementedError
 
@@ -499,6 +513,17 @@ class LocalCoordinator(_Coordinator):
             block = self.ledger.grant(1)
             if block is not None:
                 return block[0] if block else None
+            self._progress.clear()
+            self._progress.wait(timeout=1.0)
+
+    def next_block(self, want: int) -> list[int]:
+        if self.ledger is None:
+            return []
+        users = max(1, getattr(self.environment.runner, "user_count", 1) or 1)
+        while True:
+            block = self.ledger.grant(want, consumers=users)
+            if block is not None:
+                return list(block)
             self._progress.clear()
             self._progress.wait(timeout=1.0)
 
@@ -704,6 +729,15 @@ class WorkerCoordinator(_Coordinator):
             if not self._arrived.wait(timeout=10.0):
                 self._asking = False  # no answer: ask again
 
+    def next_block(self, want: int) -> list[int]:
+        first = self.next_index()  # waits for the master if need be; the rest only if already here
+        if first is None:
+            return []
+        block = [first]
+        while len(block) < want and (index := self.queue.pop()) is not None:
+            block.append(index)
+        return block
+
     def completed(self, record: dict) -> None:
         self.environment.runner.send_message(MSG_DONE, {"records": [record]})
 
@@ -722,20 +756,56 @@ def create_parent(parent_url: str) -> None:
         http.clear()
 
 
+def build_turtles(workload: Workload, indices: list[int], recent: list[int]) -> list[tuple[int, list[int], bytes, float]]:
+    """``(index, links, turtle, seconds to build)`` of each child, in order, for one user.
+
+    ``recent``: the user's created children, newest first; each child links
+    as if the ones before it in ``indices`` are created too.
+
+    >>> w = Workload(children=10)
+    >>> [(index, links) for index, links, _, _ in build_turtles(w, [5, 7], [2])]
+    [(5, [2]), (7, [5, 2])]
+    """
+    out = []
+    links = list(recent)[:RECENT_CHILDREN]
+    for index in indices:
+        t0 = time.perf_counter()
+        turtle = workload.child(index, recent=links).turtle
+        out.append((index, links, turtle, time.perf_counter() - t0))
+        links = [index, *links][:RECENT_CHILDREN]
+    return out
+
+
+def _build_off_the_hub(workload: Workload, indices: list[int], recent: list[int]):
+    """:func:`build_turtles` on a native thread: the hub goes on serving the other users meanwhile."""
+    import gevent
+
+    return gevent.get_hub().threadpool.apply(build_turtles, (workload, indices, recent))
+
+
 def create_one(user) -> None:
-    """One iteration of an ingest user: take an index, PUT that child, report it."""
+    """One iteration of an ingest user: take an index, PUT that child, report it.
+
+    The child's Turtle was built with its block, before any clock
+    (:data:`PREPARE_BLOCK`); nothing is generated between the clock's start and stop.
+    """
     coordinator: _Coordinator = user.environment.lakebench
-    index = coordinator.next_index()
-    if index is None:
-        coordinator.idle()
-        return
-    child = coordinator.workload.child(index, recent=user.recent)  # built before the clock
-    url = coordinator.config.base_url + child.path
+    if not user.prepared:
+        block = coordinator.next_block(PREPARE_BLOCK)
+        if not block:
+            coordinator.idle()
+            return
+        user.prepared.extend(_build_off_the_hub(coordinator.workload, block, user.recent))
+    index, links, turtle, generate_seconds = user.prepared.popleft()
+    if links != user.recent[:RECENT_CHILDREN]:  # an earlier PUT of the block failed: link only what exists
+        ((index, links, turtle, again),) = _build_off_the_hub(coordinator.workload, [index], user.recent)
+        generate_seconds += again
+    url = coordinator.config.base_url + f"{coordinator.workload.parent}/c{index:08d}"
     status, error = 0, None
     start = time.time()
     t0 = time.perf_counter()
     try:
-        with user.client.request("PUT", url, name=PUT_NAME, data=child.turtle, headers=PUT_HEADERS,
+        with user.client.request("PUT", url, name=PUT_NAME, data=turtle, headers=PUT_HEADERS,
                                  catch_response=True) as resp:
             seconds = time.perf_counter() - t0
             status = resp.status_code
@@ -750,7 +820,8 @@ def create_one(user) -> None:
         error = f"{type(exc).__name__}: {exc}"
     ok = error is None
     coordinator.completed({"index": index, "seconds": seconds, "status": status, "ok": ok,
-                           "start": start, "end": start + seconds, **({"error": error} if error else {})})
+                           "start": start, "end": start + seconds, "generate_seconds": round(generate_seconds, 9),
+                           **({"error": error} if error else {})})
     if ok:
         user.recent.insert(0, index)
         del user.recent[RECENT_CHILDREN:]
@@ -918,7 +989,8 @@ def _build_classes() -> dict[str, type]:
         max_retries = 0  # a failed request is a result, never silently repeated
 
         def on_start(self) -> None:
-            self.recent: list[int] = []
+            self.recent: list[int] = []  # the children this user created, newest first
+            self.prepared: deque = deque()  # built, not yet sent: (index, links, turtle, seconds)
 
         @task
         def create_child(self) -> None:

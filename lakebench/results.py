@@ -212,6 +212,27 @@ def case_label(entry: dict, systems: list[dict]) -> str:
     return f"{entry['name']} ({', '.join(parts)})" if parts else entry["name"]
 
 
+#: Above this share of a system's ingest wall time, building the children is
+#: the harness's own cost worth a line in the run's output.
+GENERATION_SHARE = 0.20
+
+
+def generation_lines(document: dict) -> list[str]:
+    """One line per system entry whose children took over 20% of its ingest wall time to build.
+
+    >>> doc = {"systems": [{"name": "a", "status": "ok", "generate_seconds": 3.0, "ingest_wall_seconds": 10.0},
+    ...                    {"name": "b", "status": "ok", "generate_seconds": 1.0, "ingest_wall_seconds": 10.0}]}
+    >>> generation_lines(doc)
+    ['generation: 3.0 s of 10.0 s wall (a)']
+    """
+    lines = []
+    for entry in document["systems"]:
+        generated, wall = entry.get("generate_seconds"), entry.get("ingest_wall_seconds")
+        if entry["status"] == "ok" and generated and wall and generated > GENERATION_SHARE * wall:
+            lines.append(f"generation: {generated:.1f} s of {wall:.1f} s wall ({case_label(entry, document['systems'])})")
+    return lines
+
+
 # -- the summary table, in the seed report's shape -------------------------
 
 def _fmt_bytes(value) -> str:

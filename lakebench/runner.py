@@ -33,8 +33,9 @@ from typing import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lakebench import environment, results, systems
+from lakebench import environment, prefetch, results, systems
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
+from lakebench.prefetch import ChildFeed
 from lakebench.systems.base import Retrieval
 from lakebench.workload import LDP_CONTAINS, Workload
 
@@ -59,6 +60,7 @@ class RunConfig:
     driver: str = "client"  # or "locust", for HTTP systems
     users: int = 1  # concurrent Locust users (driver "locust")
     options: dict = field(default_factory=dict)
+    prefetch: bool = True  # children from a producer process where a core is free (lakebench.prefetch)
     command: str = ""  # the command line, recorded in results
 
     def cases(self) -> list[Workload]:
@@ -104,15 +106,26 @@ def _progress(total: int, label: str, enabled: bool):
 
 
 def _drive_with_client(system, workload, spec, events):
-    """lakebench's own loop: one child at a time, each create_child timed alone."""
+    """lakebench's own loop: one child at a time, each create_child timed alone.
+
+    The children come from a producer process when the runner started one
+    (``feed_fd``, see :mod:`lakebench.prefetch`), else they are built here,
+    before each clock starts.
+    """
     latencies: list[float] = []
-    generate_cpu = 0.0
+    generate_cpu = 0.0  # CPU this process spent building or receiving children
+    generate_seconds = 0.0  # wall time spent building children, here or in the producer
+    feed = ChildFeed(workload, spec["feed_fd"]) if spec.get("feed_fd") is not None else None
     bar = _progress(workload.children, spec["system"], spec.get("progress", False))
     wall_start = time.perf_counter()
     for index in range(workload.children):
-        g0 = time.process_time()
-        child = workload.child(index)
-        child.turtle, child.ntriples  # noqa: B018 - build both serializations outside the clock
+        g0, w0 = time.process_time(), time.perf_counter()
+        if feed is not None:
+            child = system.prepare(feed.next())
+        else:
+            child = system.prepare(workload.child(index))
+            child.turtle, child.ntriples  # noqa: B018 - build both serializations outside the clock
+            generate_seconds += time.perf_counter() - w0
         generate_cpu += time.process_time() - g0
         t0 = time.perf_counter()
         system.create_child(child)
@@ -124,6 +137,8 @@ def _drive_with_client(system, workload, spec, events):
             if index % 200 == 0:
                 bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
     ingest_wall = time.perf_counter() - wall_start
+    if feed is not None:
+        generate_seconds = feed.close()
     if bar is not None:
         bar.close()
     events.send("progress", children=len(latencies))
@@ -139,7 +154,9 @@ def _drive_with_client(system, workload, spec, events):
         t0 = time.perf_counter()
         retrieval = system.retrieve_parent()
         retrieval_times.append(time.perf_counter() - t0)
-    return latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, None, "cold" if cold else "warm"
+    generation = {"generation": "producer" if feed is not None else "inline",
+                  "generate_seconds": round(generate_seconds, 6)}
+    return latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, None, "cold" if cold else "warm", generation
 
 
 def drop_page_cache() -> bool:
@@ -180,7 +197,8 @@ def _drive_with_locust(system, workload, spec, events):
     retrieval = Retrieval(body=full["body"], parent_uri=system.parent_url,
                           content_type=full.get("content_type") or "text/turtle")
     variants = {name: round(r["seconds"], 6) for name, r in out["retrievals"].items()}
-    return latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, variants, "warm"
+    generation = {"generation": "users", "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
+    return latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, variants, "warm", generation
 
 
 def worker(spec: dict, events: _Events) -> dict:
@@ -217,6 +235,7 @@ def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
         system.connect()  # Locust creates the parent itself
     else:
         system.setup()
+    workload = system.workload  # as the system's server accepts it (LAKEsuperior: absolute IRIs)
     pid = system.pid()
     disk_path = system.disk_path()
     events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)
@@ -225,7 +244,7 @@ def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
     cpu_start = tree_cpu_seconds(pid)
     events.send("phase", phase="ingest")
     drive = _drive_with_locust if driver == "locust" else _drive_with_client
-    latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, variants, cache = drive(
+    latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, variants, cache, generation = drive(
         system, workload, spec, events)
     # Only CPU spent by the system counts: when the system runs in this very
     # process, the CPU spent generating graphs is subtracted.
@@ -242,6 +261,7 @@ def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
             # they come one at a time; the wall time when users overlap them.
             "ingest_seconds": round(sum(latencies) if record.get("users", 1) == 1 else ingest_wall, 6),
             "ingest_wall_seconds": round(ingest_wall, 6),
+            **generation,
             "parent": {
                 "seconds": round(sorted(retrieval_times)[len(retrieval_times) // 2], 6),
                 "first_seconds": round(retrieval_times[0], 6),
@@ -327,13 +347,23 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         "users": config.users,
         "options": config.options,
     }
+    # lakebench's own loop gets its children from a producer process where a
+    # core is free for it; Locust users build their own (lakebench.loadtest).
+    producer = feed_fd = None
+    if config.driver == "client" and config.prefetch and prefetch.core_free():
+        producer, feed_fd = prefetch.start_producer(w)
+        spec["feed_fd"] = feed_fd
     read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lakebench.runner", json.dumps(spec), str(write_fd)],
-        pass_fds=(write_fd,),
-        stdin=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lakebench.runner", json.dumps(spec), str(write_fd)],
+            pass_fds=(write_fd,) if feed_fd is None else (write_fd, feed_fd),
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        os.close(write_fd)
+        if feed_fd is not None:
+            os.close(feed_fd)  # the worker holds it now (or never will: the producer then stops)
     monitor = Monitor(proc.pid, data_dir, interval=config.interval).start()
     record: dict | None = None
     latencies: list[float] = []
@@ -357,6 +387,8 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
                 sys.stderr.write(event.get("traceback", ""))
     returncode = proc.wait()
     monitor.stop()
+    if producer is not None:
+        prefetch.stop_producer(producer)
     if record is None:
         record = {"system": name, "run": run_index, "status": "failed",
                   "error": error or f"worker exited with code {returncode}"}

@@ -16,14 +16,21 @@ three groups kept in the proportion 1:1:2 (50/50/100 for the default 200):
   (several scripts, ``"``, ``\\``, newline, tab, characters outside the BMP).
 
 Graph ``k`` of seed ``s`` is the same for every system and every run: its
-random strings come from a generator seeded with ``(s, k)`` alone.
+random strings come from a generator seeded with ``(s, k)`` alone.  That
+generator is Python's ``random.Random(f"lakebench:{s}:{k}")`` and its
+``choices``; :mod:`lakebench._workload` (Cython, ``ext/_workload.pyx``) draws
+the very same stream in C, so a child costs microseconds, not milliseconds,
+and the harness keeps up with the fastest system.
 
 Two serializations are produced.  Turtle, as an LDP client sends it: the
 subject is ``<>`` and every repository IRI is relative, so the bytes do not
 depend on the server's address.  N-Triples, with absolute IRIs resolved
 against the workload's ``base``, for systems that are driven in-process.
-Both are built once per child and cached, so a runner can build them before
-it starts the clock.
+Both are built once per child, on first use, and cached, so a runner can
+build them before it starts the clock.  Every byte that does not depend on
+the child (predicates, external objects, punctuation) is laid out once per
+workload (:class:`_Layout`); a child only fills in its subject, its internal
+links and its literals.
 
 >>> w = Workload(children=3, seed=0)
 >>> child = w.child(2)
@@ -36,11 +43,13 @@ True
 """
 from __future__ import annotations
 
-import random
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator, Sequence
+
+from lakebench._workload import LiteralDrawer
 
 NS = "http://lakebench.example/ns/"
 EXT_NS = NS + "ext#"
@@ -92,6 +101,31 @@ def escape_string(value: str) -> str:
     return value.translate(_STRING_ESCAPES)
 
 
+#: Draws literals over ALPHABET; each character's escaped UTF-8 is computed
+#: here once, so serializing a literal is copying bytes.
+_LITERALS = LiteralDrawer(ALPHABET, [escape_string(c).encode("utf-8") for c in ALPHABET])
+
+
+def seed_key(seed: int, index: int) -> bytes:
+    """The key words ``random.Random(f"lakebench:{seed}:{index}")`` seeds its generator with.
+
+    ``random.seed`` (version 2, Python 3.2+) turns a str into the integer of
+    its UTF-8 bytes followed by their SHA-512, and feeds that integer's
+    32-bit words, least significant first, to the Mersenne Twister's
+    ``init_by_array``.  These are those words, as little-endian bytes.
+
+    >>> import random
+    >>> from lakebench._workload import random_floats
+    >>> python = random.Random("lakebench:0:7")
+    >>> random_floats(seed_key(0, 7), 2) == [python.random(), python.random()]
+    True
+    """
+    text = f"lakebench:{seed}:{index}".encode("utf-8")
+    number = int.from_bytes(text + hashlib.sha512(text).digest(), "big")
+    words = max(1, (number.bit_length() + 31) // 32)
+    return number.to_bytes(4 * words, "little")
+
+
 @dataclass(frozen=True)
 class Child:
     """One child resource: its place in the workload and its graph.
@@ -99,13 +133,23 @@ class Child:
     ``triples`` are ``(predicate_iri, object, object_is_iri)`` with the child
     as implicit subject; repository IRIs in objects are stored as paths
     relative to the repository base (``parent`` or ``parent/c00000001``) so
-    the same child serves any base.
+    the same child serves any base.  Built by :meth:`Workload.child`; the
+    graph (triples, serializations) is computed on first use.
     """
 
+    workload: Workload
     index: int
-    parent: str  # path of the parent container, relative to the base
-    triples: tuple[tuple[str, str, bool], ...]
-    base: str = DEFAULT_BASE  # repository base for the absolute (N-Triples) form
+    internal: tuple[str, ...]  # objects of the internal group, in order: paths relative to the base
+
+    @property
+    def parent(self) -> str:
+        """Path of the parent container, relative to the base."""
+        return self.workload.parent
+
+    @property
+    def base(self) -> str:
+        """Repository base for the absolute (N-Triples) form."""
+        return self.workload.base
 
     @property
     def slug(self) -> str:
@@ -121,40 +165,92 @@ class Child:
         return self.base + self.path
 
     @cached_property
+    def literal_values(self) -> list[str]:
+        """The literal group's strings, in order."""
+        w = self.workload
+        return _LITERALS.literals(seed_key(w.seed, self.index), w.group_sizes[2], w.literal_length)
+
+    @cached_property
+    def escaped_literals(self) -> list[bytes]:
+        """The literals as both serializations write them between quotes: escaped, UTF-8."""
+        w = self.workload
+        return _LITERALS.encoded_literals(seed_key(w.seed, self.index), w.group_sizes[2], w.literal_length)
+
+    @cached_property
+    def triples(self) -> tuple[tuple[str, str, bool], ...]:
+        layout = self.workload._layout
+        objects = [*layout.external_objects, *self.internal, *self.literal_values]
+        return tuple((p, o, i < layout.iri_objects) for i, (p, o) in enumerate(zip(layout.predicates, objects)))
+
+    @cached_property
     def turtle(self) -> bytes:
         """The graph as an LDP client PUTs it: ``<>`` subject, relative IRIs."""
-        lines = [
-            f"@prefix ext: <{EXT_NS}> .",
-            f"@prefix int: <{INT_NS}> .",
-            f"@prefix lit: <{LIT_NS}> .",
-            "",
-            "<>",
-        ]
+        layout = self.workload._layout
         depth = self.path.count("/")
-        body = []
-        for predicate, obj, is_iri in self.triples:
-            name = _prefixed(predicate)
-            if is_iri:
-                target = _relative(obj, depth) if not obj.startswith("http") else obj
-                body.append(f"    {name} <{target}>")
-            else:
-                body.append(f'    {name} "{escape_string(obj)}"')
-        lines.append(" ;\n".join(body) + " .")
-        return ("\n".join(lines) + "\n").encode("utf-8")
+        pieces = layout.turtle_pieces.copy()
+        written = {obj: f"<{obj if obj.startswith('http') else _relative(obj, depth)}>".encode("utf-8")
+                   for obj in set(self.internal)}  # 5 distinct links, 50 objects by default
+        pieces[layout.turtle_internal] = [written[obj] for obj in self.internal]
+        pieces[layout.turtle_literal] = self.escaped_literals
+        return b"".join(pieces)
 
     @cached_property
     def ntriples(self) -> bytes:
         """The graph in N-Triples, every IRI resolved against ``base``."""
+        layout = self.workload._layout
         base = self.base
-        subject = f"<{base}{self.path}> "
-        out = []
-        for predicate, obj, is_iri in self.triples:
-            if is_iri:
-                target = obj if obj.startswith("http") else base + obj
-                out.append(f"{subject}<{predicate}> <{target}> .\n")
-            else:
-                out.append(f'{subject}<{predicate}> "{escape_string(obj)}" .\n')
-        return "".join(out).encode("utf-8")
+        pieces = layout.ntriples_pieces.copy()
+        pieces[layout.ntriples_subject] = [f"<{base}{self.path}>".encode("utf-8")] * len(layout.predicates)
+        written = {obj: f"<{obj if obj.startswith('http') else base + obj}>".encode("utf-8")
+                   for obj in set(self.internal)}
+        pieces[layout.ntriples_internal] = [written[obj] for obj in self.internal]
+        pieces[layout.ntriples_literal] = self.escaped_literals
+        return b"".join(pieces)
+
+
+class _Layout:
+    r"""A workload's serializations with holes: every byte that is the same for all its children.
+
+    A child's N-Triples are ``pieces`` with its subject, internal objects and
+    literals put in the slots named by the ``ntriples_*`` slices; its Turtle
+    the same with the ``turtle_*`` slices.  The literal slots lie between
+    quotes already in the pieces.
+
+    >>> layout = _Layout(Workload(triples=4))
+    >>> layout.turtle_pieces[0].decode().splitlines()[-2:]
+    ['<>', '    ext:p0 ']
+    >>> layout.turtle_pieces[layout.turtle_literal.start + 1], layout.turtle_pieces[-1]
+    (b'" ;\n    lit:p0 "', b'" .\n')
+    """
+
+    def __init__(self, workload: Workload):
+        n_ext, n_int, n_lit = workload.group_sizes
+        self.predicates = ([f"{EXT_NS}p{i}" for i in range(n_ext)] + [f"{INT_NS}p{i}" for i in range(n_int)]
+                           + [f"{LIT_NS}p{i // 2}" for i in range(n_lit)])
+        self.external_objects = [f"{EXTERNAL_BASE}e{i % EXTERNAL_OBJECTS}" for i in range(n_ext)]
+        self.iri_objects = n_ext + n_int  # the objects before are IRIs, the rest literals
+        # Objects fixed for the whole workload (external IRIs); None where a child fills in.
+        fixed = [f"<{obj}>".encode("utf-8") for obj in self.external_objects] + [None] * (n_int + n_lit)
+        quote = [b""] * self.iri_objects + [b'"'] * n_lit  # around each object
+
+        # N-Triples, 4 pieces a triple: subject, " <predicate> ", object, " .\n".
+        self.ntriples_pieces = []
+        for predicate, obj, q in zip(self.predicates, fixed, quote):
+            self.ntriples_pieces += [None, f" <{predicate}> ".encode("utf-8") + q, obj, q + b" .\n"]
+        self.ntriples_subject = slice(0, None, 4)
+        self.ntriples_internal = slice(4 * n_ext + 2, 4 * (n_ext + n_int), 4)
+        self.ntriples_literal = slice(4 * (n_ext + n_int) + 2, None, 4)
+
+        # Turtle: the prefixes and "<>", then "    name object" joined with " ;\n",
+        # then " .\n": the objects at the odd places, the rest between them.
+        header = f"@prefix ext: <{EXT_NS}> .\n@prefix int: <{INT_NS}> .\n@prefix lit: <{LIT_NS}> .\n\n<>\n"
+        names = [_prefixed(predicate) for predicate in self.predicates]
+        self.turtle_pieces = [header.encode("utf-8") + f"    {names[0]} ".encode("utf-8") + quote[0]]
+        for i, obj in enumerate(fixed):
+            following = f" ;\n    {names[i + 1]} ".encode("utf-8") + quote[i + 1] if i + 1 < len(fixed) else b" .\n"
+            self.turtle_pieces += [obj, quote[i] + following]
+        self.turtle_internal = slice(2 * n_ext + 1, 2 * (n_ext + n_int), 2)
+        self.turtle_literal = slice(2 * (n_ext + n_int) + 1, None, 2)
 
 
 def _prefixed(predicate: str) -> str:
@@ -194,6 +290,10 @@ class Workload:
             raise ValueError(f"parent must be one path segment of letters, digits, '.', '_' or '-', got {self.parent!r}")
         if self.literal_length < 1:
             raise ValueError(f"literal length must be positive, got {self.literal_length}")
+        n_lit = self.group_sizes[2]
+        if self.literal_length < 4 and len(ALPHABET) ** self.literal_length < n_lit:
+            raise ValueError(f"{n_lit} distinct literals of {self.literal_length} characters do not exist "
+                             f"over {len(ALPHABET)} characters")
 
     @property
     def group_sizes(self) -> tuple[int, int, int]:
@@ -214,25 +314,24 @@ class Workload:
         if not 0 <= index < self.children:
             raise IndexError(f"child {index} outside 0..{self.children - 1}")
         recent = list(self.recent(index) if recent is None else recent)[:RECENT_CHILDREN]
-        n_ext, n_int, n_lit = self.group_sizes
-        rng = random.Random(f"lakebench:{self.seed}:{index}")
+        linked = [f"{self.parent}/c{j:08d}" for j in recent]
+        linked += [self.parent] * (RECENT_CHILDREN + 1 - len(linked))
+        n_int = self.group_sizes[1]
+        return Child(self, index, tuple(linked[i % len(linked)] for i in range(n_int)))
 
-        internal = [f"{self.parent}/c{j:08d}" for j in recent]
-        internal += [self.parent] * (RECENT_CHILDREN + 1 - len(internal))
+    def prepared_child(self, index: int, ntriples: bytes, turtle: bytes) -> Child:
+        """Child ``index`` (single-client links) whose serializations were built elsewhere.
 
-        triples: list[tuple[str, str, bool]] = []
-        for i in range(n_ext):
-            triples.append((f"{EXT_NS}p{i}", f"{EXTERNAL_BASE}e{i % EXTERNAL_OBJECTS}", True))
-        for i in range(n_int):
-            triples.append((f"{INT_NS}p{i}", internal[i % len(internal)], True))
-        seen: set[str] = set()
-        for i in range(n_lit):
-            value = "".join(rng.choices(ALPHABET, k=self.literal_length))
-            while value in seen:  # distinct within the child, even for length 1
-                value = "".join(rng.choices(ALPHABET, k=self.literal_length))
-            seen.add(value)
-            triples.append((f"{LIT_NS}p{i // 2}", value, False))
-        return Child(index=index, parent=self.parent, triples=tuple(triples), base=self.base)
+        For a consumer fed by a producer process (:mod:`lakebench.prefetch`):
+        the bytes are taken as given, nothing is generated here.
+        """
+        child = self.child(index)
+        child.__dict__.update(ntriples=ntriples, turtle=turtle)  # what the cached properties would hold
+        return child
+
+    @cached_property
+    def _layout(self) -> _Layout:
+        return _Layout(self)
 
     def __iter__(self) -> Iterator[Child]:
         for index in range(self.children):

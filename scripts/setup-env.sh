@@ -13,6 +13,10 @@ VENV=${VENV:-.venv}
 # already on PATH, of any vendor, serves as well as Debian's).
 packages=(liblmdb-dev lmdb-utils build-essential)
 command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+# Python's headers build the store core and, on first use, LAKEsuperior's C
+# (Debian's python3 ships them apart).
+"$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || packages+=(python3-dev)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

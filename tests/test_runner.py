@@ -38,6 +38,8 @@ def test_every_field_recorded(document, name):
     assert "ingest" in phases or "tail" in phases
     assert "tail" in phases  # monitoring goes on after the load
     assert entry["samples"][0][-1]["children"] == 30
+    assert entry["generation"] in ("producer", "inline")  # producer where a second core is free
+    assert entry["generate_seconds"] > 0
 
 
 def test_disk_only_for_on_disk_systems(document):
@@ -135,3 +137,12 @@ def test_cold_cache_retrievals(tmp_path):
     # Root may drop the page cache; anyone else gets warm retrievals, said so.
     can_drop = os.geteuid() == 0 and os.access("/proc/sys/vm/drop_caches", os.W_OK)
     assert entry["parent"]["cache"] == ("cold" if can_drop else "warm")
+
+
+def test_children_built_inline_when_asked(tmp_path):
+    config = RunConfig(systems=["lmdb-nosync"], children=12, out=tmp_path, tail_seconds=0, interval=0.1,
+                       progress=False, prefetch=False)
+    entry = run(config, log=lambda *_: None)["systems"][0]
+    assert entry["status"] == "ok", entry.get("error")
+    assert entry["generation"] == "inline" and entry["generate_seconds"] > 0
+    assert entry["triples_total"] == 12 * 200 + 12

@@ -1,8 +1,9 @@
 """The report page: reStructuredText in the shape of the classic Fedora report.
 
 Sections: how the results were made (command), Environment, Data set,
-Results (tables), Charts, Benchmarks (when given), Conclusions (with
-caveats).  The page lives inside the Sphinx docs tree, next to its figures,
+Results (tables), The seed report, reproduced (when the run holds fcrepo
+and lakesuperior: :mod:`~lakebench.report.seed`), Charts, Benchmarks (when
+given), Conclusions (with caveats).  The page lives inside the Sphinx docs tree, next to its figures,
 and links to the workload and results pages of the documentation.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from lakebench.report import fmt
+from lakebench.report import fmt, seed
 from lakebench.report.conclusions import caveats, conclusions
 from lakebench.report.data import ReportData, number, std_of
 from lakebench.results import get_path
@@ -29,6 +30,7 @@ def page(data: ReportData, figures: list[tuple[object, Path, str]], title: str,
         environment_section(data),
         dataset_section(data),
         results_section(data),
+        seed.section(data),
         charts_section(figures),
         benchmarks_section(data),
         conclusions_section(data),

@@ -15,6 +15,7 @@ SYSTEMS: dict[str, str] = {
     "oxigraph": "lakebench.systems.oxigraph:OxigraphSystem",
     "fcrepo": "lakebench.systems.fcrepo:FcrepoSystem",
     "fcrepo6": "lakebench.systems.fcrepo:Fcrepo6System",
+    "lakesuperior": "lakebench.systems.lakesuperior:LakesuperiorSystem",
     "ldp": "lakebench.systems.ldp:LdpSystem",
     "lmdb-http": "lakebench.systems.lmdb_http:LmdbHttpSystem",
     "lmdb-http-nosync": "lakebench.systems.lmdb_http:LmdbHttpNosyncSystem",

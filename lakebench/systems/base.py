@@ -54,6 +54,11 @@ class System:
         """Create an empty repository holding only the parent container."""
         raise NotImplementedError
 
+    def prepare(self, child: Child) -> Child:
+        """The child as this system will send it, built before the clock starts
+        (default: as the workload made it)."""
+        return child
+
     def create_child(self, child: Child) -> None:
         """Store one child graph and its ``ldp:contains`` membership."""
         raise NotImplementedError

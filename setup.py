@@ -1,11 +1,19 @@
-"""Build of lakebench: pure Python package plus two Cython modules.
+"""Build of lakebench: pure Python package plus its Cython modules.
 
 All metadata lives in pyproject.toml; this file only declares the compiled
-extensions: the store core, which links the system LMDB (Debian: liblmdb-dev).  Override the
-header / library location with LMDB_INCLUDEDIR and LMDB_LIBDIR.  And the
-generator of the data set's random literals, which needs nothing but Python.
+extensions:
+
+* the store core, one extension per module of ext/lakebench/ (split by
+  concern; see docs/store.rst), each linked to the system LMDB (Debian:
+  liblmdb-dev; override the header / library location with LMDB_INCLUDEDIR
+  and LMDB_LIBDIR).  ext/lakebench/ mirrors the package so that a module's
+  cimports (``from lakebench._codec cimport ...``) name the module imported
+  at run time;
+* the generator of the data set's random literals, which needs nothing but
+  Python.
 """
 import os
+from pathlib import Path
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -13,22 +21,25 @@ from setuptools import Extension, setup
 include_dirs = [d for d in [os.environ.get("LMDB_INCLUDEDIR")] if d]
 library_dirs = [d for d in [os.environ.get("LMDB_LIBDIR")] if d]
 
-store = Extension(
-    "lakebench._store",
-    sources=["ext/_store.pyx"],
-    include_dirs=include_dirs,
-    library_dirs=library_dirs,
-    runtime_library_dirs=library_dirs,
-    libraries=["lmdb"],
-    extra_compile_args=["-O2"],
-)
+store_core = [
+    Extension(
+        f"lakebench.{source.stem}",
+        sources=[str(source)],
+        include_dirs=include_dirs,
+        library_dirs=library_dirs,
+        runtime_library_dirs=library_dirs,
+        libraries=["lmdb"],
+        extra_compile_args=["-O2"],
+    )
+    for source in sorted(Path("ext/lakebench").glob("*.pyx"))
+]
 
 # The data set's random literals (lakebench/workload.py is its facade).
 workload = Extension("lakebench._workload", sources=["ext/_workload.pyx"], extra_compile_args=["-O3"])
 
 setup(
     ext_modules=cythonize(
-        [store, workload],
+        [*store_core, workload],
         include_path=["ext"],
         compiler_directives={"language_level": "3", "embedsignature": True},
     ),

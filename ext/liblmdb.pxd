@@ -1,5 +1,5 @@
 # Hand-written declarations of the LMDB C API (lmdb.h, 0.9.x) used by the
-# store core (_store.pyx).  Only what the core calls is declared.
+# store core (ext/lakebench/*.pyx).  Only what the core calls is declared.
 # Every function here is safe to call without the GIL.
 
 cdef extern from "lmdb.h" nogil:

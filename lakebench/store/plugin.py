@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rdflib import Graph, URIRef
-from rdflib.store import NO_STORE, VALID_STORE, Store
+from rdflib.store import NO_STORE, VALID_STORE, Store, TripleAddedEvent, TripleRemovedEvent
 
 from lakebench.store import LmdbStore
 from lakebench.store.terms import DEFAULT_GRAPH, decode, encode
@@ -131,6 +131,7 @@ class LmdbRdflibStore(Store):
         super().add(triple, context, quoted)  # rdflib's add event
 
     def addN(self, quads) -> None:
+        quads = list(quads)
         batch = []
         for s, p, o, context in quads:
             if getattr(context, "formula_aware", False) and not isinstance(context, Graph):
@@ -138,10 +139,14 @@ class LmdbRdflibStore(Store):
             batch.append((encode(s), encode(p), encode(o), self._ctx(context) or DEFAULT_GRAPH))
         if batch:
             self._writer().add(batch)
+        # rdflib's add event for each, as add() sends it (subscribers of the dispatcher)
+        for s, p, o, context in quads:
+            self.dispatcher.dispatch(TripleAddedEvent(triple=(s, p, o), context=context))
 
     def remove(self, triple, context=None) -> None:
         s, p, o = self._pattern(triple)
         self._writer().remove(s, p, o, self._ctx(context))
+        self.dispatcher.dispatch(TripleRemovedEvent(triple=triple, context=context))  # rdflib's remove event
 
     def triples(self, triple_pattern, context=None):
         """``((s, p, o), contexts)`` for each matching triple, each triple once."""

@@ -13,7 +13,8 @@ kind   layout                                          term
 =====  ==============================================  ========================
 
 Neither a language tag nor an IRI can contain NUL, so the first NUL ends
-them; the lexical form may contain anything.  A literal typed
+them; the lexical form may contain anything.  The kind bytes come from the
+compiled core (``lakebench._store.KIND_IRI`` ...), which defines them once.  A literal typed
 ``xsd:string`` explicitly stays typed (``D``), as rdflib keeps it distinct.
 
 >>> iri("http://example.org/a")
@@ -29,26 +30,28 @@ from rdflib import BNode, Literal, URIRef
 from rdflib.namespace import XSD  # noqa: F401  (doctest)
 from rdflib.term import Node
 
+from lakebench._store import KIND_BLANK, KIND_IRI, KIND_LANG_LITERAL, KIND_LITERAL, KIND_TYPED_LITERAL
+
 __all__ = ["iri", "bnode", "literal", "encode", "decode", "term", "DEFAULT_GRAPH"]
 
 #: The graph of triples given without one: rdflib's default graph of a Dataset.
-DEFAULT_GRAPH = b"Iurn:x-rdflib:default"
+DEFAULT_GRAPH = KIND_IRI + b"urn:x-rdflib:default"
 
 
 def iri(value: str) -> bytes:
-    return b"I" + value.encode("utf-8")
+    return KIND_IRI + value.encode("utf-8")
 
 
 def bnode(label: str) -> bytes:
-    return b"B" + label.encode("utf-8")
+    return KIND_BLANK + label.encode("utf-8")
 
 
 def literal(lexical: str, lang: str | None = None, datatype: str | None = None) -> bytes:
     if lang:
-        return b"G" + lang.encode("utf-8") + b"\x00" + lexical.encode("utf-8")
+        return KIND_LANG_LITERAL + lang.encode("utf-8") + b"\x00" + lexical.encode("utf-8")
     if datatype:
-        return b"D" + str(datatype).encode("utf-8") + b"\x00" + lexical.encode("utf-8")
-    return b"L" + lexical.encode("utf-8")
+        return KIND_TYPED_LITERAL + str(datatype).encode("utf-8") + b"\x00" + lexical.encode("utf-8")
+    return KIND_LITERAL + lexical.encode("utf-8")
 
 
 def encode(node: Node) -> bytes:
@@ -65,16 +68,16 @@ def encode(node: Node) -> bytes:
 def decode(data: bytes) -> Node:
     """The rdflib term of an encoded term."""
     kind = data[:1]
-    if kind == b"I":
+    if kind == KIND_IRI:
         return URIRef(data[1:].decode("utf-8"))
-    if kind == b"B":
+    if kind == KIND_BLANK:
         return BNode(data[1:].decode("utf-8"))
-    if kind == b"L":
+    if kind == KIND_LITERAL:
         return Literal(data[1:].decode("utf-8"))
     head, sep, lexical = data[1:].partition(b"\x00")
-    if sep and kind == b"G":
+    if sep and kind == KIND_LANG_LITERAL:
         return Literal(lexical.decode("utf-8"), lang=head.decode("utf-8"))
-    if sep and kind == b"D":
+    if sep and kind == KIND_TYPED_LITERAL:
         return Literal(lexical.decode("utf-8"), datatype=URIRef(head.decode("utf-8")))
     raise ValueError(f"invalid encoded term {data[:60]!r}")
 

@@ -124,3 +124,24 @@ def test_graph_with_an_identifier(tmp_path):
     assert len(g) == n
     assert isomorphic(g, Graph().parse(data=DATA, format="turtle"))
     g.close()
+
+
+def test_writes_send_rdflib_events(tmp_path):
+    from rdflib.store import TripleAddedEvent, TripleRemovedEvent
+
+    ds = Dataset(store="LMDB")
+    ds.open(str(tmp_path / "s"), create=True)
+    g = ds.graph(EX.g)
+    added, removed = [], []
+    ds.store.dispatcher.subscribe(TripleAddedEvent, lambda e: added.append((e.triple, e.context)))
+    ds.store.dispatcher.subscribe(TripleRemovedEvent, lambda e: removed.append((e.triple, e.context)))
+    triples = [(EX.s, EX.p, Literal("x")), (EX.s, EX.q, EX.o)]
+    ds.addN((s, p, o, g) for s, p, o in triples)  # a generator: read once, for the store and the events
+    assert [t for t, _ in added] == triples
+    assert all(c.identifier == EX.g for _, c in added)
+    g.add((EX.s, EX.r, EX.o))
+    assert added[-1][0] == (EX.s, EX.r, EX.o)
+    g.remove((EX.s, EX.p, None))
+    assert removed == [((EX.s, EX.p, None), g)]
+    assert len(g) == 2
+    ds.close()

@@ -1,0 +1,318 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The checker of the store core: verifies one snapshot of a store.
+
+Every term is valid and filed under its own hash, every hash entry names a
+term with that hash, no term is stored twice, every quad of ``spoc`` is in
+the three other indices (which hold as many entries), and every id in a
+quad names a term.  It reads the raw entries itself rather than through the
+transaction's scan, since a wrong-sized entry is a problem to report here,
+not an error that stops the walk.
+"""
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memcmp, memset
+from libc.stdlib cimport calloc, free
+
+from liblmdb cimport *
+from lakebench._codec cimport (E_NOMEM, DB_T2I, DB_I2T, DB_SPOC, DB_CSPO, IX_SPOC, Quad, put_be32,
+                               get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
+                               valid_term, get_term, hash_bytes)
+
+cdef struct Problem:
+    int code
+    uint32_t a
+    uint32_t b
+    uint32_t c
+    uint32_t d
+    int ix
+
+cdef struct Check:
+    uint8_t* bitmap
+    uint32_t max_id
+    size_t terms
+    size_t hash_entries
+    size_t collisions
+    size_t entries[4]
+    size_t triples
+    size_t graphs
+    size_t subjects
+    Problem* probs
+    size_t nprobs
+    size_t max_problems
+    size_t total_problems
+
+cdef enum:
+    K_BAD_TERM = 1
+    K_TERM_NOT_HASHED
+    K_HASH_DANGLING
+    K_HASH_WRONG
+    K_DUPLICATE_TERM
+    K_COUNT_TERMS
+    K_MISSING_ENTRY
+    K_UNKNOWN_ID
+    K_COUNT_INDEX
+    K_BAD_ENTRY
+
+cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
+    ck.total_problems += 1
+    if ck.nprobs < ck.max_problems:
+        ck.probs[ck.nprobs].code = code
+        ck.probs[ck.nprobs].a = a
+        ck.probs[ck.nprobs].b = b
+        ck.probs[ck.nprobs].c = c
+        ck.probs[ck.nprobs].d = d
+        ck.probs[ck.nprobs].ix = ix
+        ck.nprobs += 1
+
+cdef str _problem_text(Problem* p):
+    names = ("spoc", "posc", "ospc", "cspo")
+    quad = f"(s={p.a}, p={p.b}, o={p.c}, c={p.d})"
+    if p.code == K_BAD_TERM:
+        return f"term {p.a}: invalid encoding"
+    if p.code == K_TERM_NOT_HASHED:
+        return f"term {p.a}: missing from the hash index t2i"
+    if p.code == K_HASH_DANGLING:
+        return f"t2i: an entry points to term id {p.a}, which does not exist"
+    if p.code == K_HASH_WRONG:
+        return f"t2i: term {p.a} is filed under a hash that is not its own"
+    if p.code == K_DUPLICATE_TERM:
+        return f"terms {p.a} and {p.b} are the same term stored twice"
+    if p.code == K_COUNT_TERMS:
+        return f"t2i holds {p.a} entries but i2t holds {p.b} terms"
+    if p.code == K_MISSING_ENTRY:
+        return f"quad {quad} is in spoc but missing from {names[p.ix]}"
+    if p.code == K_UNKNOWN_ID:
+        return f"quad {quad} uses an id that names no term"
+    if p.code == K_COUNT_INDEX:
+        return f"{names[p.ix]} holds {p.a} entries but spoc holds {p.b}"
+    if p.code == K_BAD_ENTRY:
+        return f"{names[p.ix]}: an entry has the wrong key or value size"
+    return f"problem {p.code}"
+
+cdef inline bint has_id(Check* ck, uint32_t i) noexcept nogil:
+    return i != 0 and i <= ck.max_id and (ck.bitmap[i >> 3] & (1 << (i & 7))) != 0
+
+cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
+    cdef MDB_cursor* cur = NULL
+    cdef MDB_cursor* c2 = NULL
+    cdef MDB_val k, v, k2, v2
+    cdef MDB_stat stat
+    cdef int rc, ix
+    cdef uint32_t tid, prev_s = 0
+    cdef uint32_t q[4]
+    cdef uint64_t h
+    cdef uint8_t hk[8]
+    cdef uint8_t kb[4]
+    cdef uint8_t vb[12]
+    cdef uint8_t prev[12]
+    cdef uint8_t idb[4]
+    cdef bint have = False
+    cdef Quad e, qq
+    cdef size_t ndups
+    # 1. terms: i2t ids -> bitmap; each term valid and filed under its hash
+    rc = mdb_cursor_open(txn, dbi[DB_I2T], &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+    if rc == 0:
+        ck.max_id = ld32(k.mv_data) if k.mv_size == 4 else 0
+    ck.bitmap = <uint8_t*>calloc((<size_t>ck.max_id >> 3) + 1, 1)
+    if ck.bitmap == NULL:
+        mdb_cursor_close(cur)
+        return E_NOMEM
+    rc = mdb_cursor_open(txn, dbi[DB_T2I], &c2)
+    if rc:
+        mdb_cursor_close(cur)
+        return rc
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+    while rc == 0:
+        ck.terms += 1
+        if k.mv_size != 4:
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+        else:
+            tid = ld32(k.mv_data)
+            ck.bitmap[tid >> 3] |= <uint8_t>(1 << (tid & 7))
+            if not valid_term(<uint8_t*>v.mv_data, v.mv_size):
+                problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
+            h = hash_bytes(<uint8_t*>v.mv_data, v.mv_size)
+            put_be64(hk, h)
+            k2.mv_data = hk
+            k2.mv_size = 8
+            put_be32(idb, tid)
+            v2.mv_data = idb
+            v2.mv_size = 4
+            rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
+            if rc == MDB_NOTFOUND:
+                problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
+            elif rc:
+                break
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    if rc != MDB_NOTFOUND:
+        mdb_cursor_close(cur)
+        mdb_cursor_close(c2)
+        return rc
+    # 2. the hash index: every entry points to an existing term with that hash;
+    #    ids sharing a hash are distinct terms (collisions, told apart)
+    rc = mdb_cursor_get(c2, &k, &v, MDB_FIRST)
+    while rc == 0:
+        ck.hash_entries += 1
+        if k.mv_size != 8 or v.mv_size != 4:
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+        else:
+            tid = get_be32(<uint8_t*>v.mv_data)
+            if not has_id(ck, tid):
+                problem(ck, K_HASH_DANGLING, tid, 0, 0, 0, 0)
+            else:
+                if get_term(txn, dbi[DB_I2T], tid, &v2) == 0:
+                    if hash_bytes(<uint8_t*>v2.mv_data, v2.mv_size) != get_be64(<uint8_t*>k.mv_data):
+                        problem(ck, K_HASH_WRONG, tid, 0, 0, 0, 0)
+            if not have or memcmp(prev, k.mv_data, 8) != 0:   # first id under this hash
+                memcpy(prev, k.mv_data, 8)
+                have = True
+                mdb_cursor_count(c2, &ndups)
+                if ndups > 1:
+                    ck.collisions += 1
+                    rc = check_collisions(txn, dbi, &k, ck)
+                    if rc:
+                        break
+        rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT)
+    mdb_cursor_close(c2)
+    c2 = NULL
+    mdb_cursor_close(cur)
+    cur = NULL
+    if rc != MDB_NOTFOUND:
+        return rc
+    if ck.hash_entries != ck.terms:
+        problem(ck, K_COUNT_TERMS, <uint32_t>ck.hash_entries, <uint32_t>ck.terms, 0, 0, 0)
+    have = False
+    # 3. every spoc quad is in the three other indices, with known ids
+    for ix in range(4):
+        mdb_stat(txn, dbi[DB_SPOC + ix], &stat)
+        ck.entries[ix] = stat.ms_entries
+    for ix in range(1, 4):
+        if ck.entries[ix] != ck.entries[0]:
+            problem(ck, K_COUNT_INDEX, <uint32_t>ck.entries[ix], <uint32_t>ck.entries[0], 0, 0, ix)
+    rc = mdb_cursor_open(txn, dbi[DB_SPOC], &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+    while rc == 0:
+        if k.mv_size != 4 or v.mv_size != 12:
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+            continue
+        unpack_entry(IX_SPOC, &k, &v, q)
+        if not have or memcmp(prev, k.mv_data, 4) != 0 or memcmp(prev + 4, v.mv_data, 8) != 0:
+            ck.triples += 1
+            if not have or q[0] != prev_s:
+                ck.subjects += 1
+            memcpy(prev, k.mv_data, 4)
+            memcpy(prev + 4, v.mv_data, 8)
+            prev_s = q[0]
+            have = True
+        if not (has_id(ck, q[0]) and has_id(ck, q[1]) and has_id(ck, q[2]) and has_id(ck, q[3])):
+            problem(ck, K_UNKNOWN_ID, q[0], q[1], q[2], q[3], 0)
+        qq.k = q[0]
+        qq.a = q[1]
+        qq.b = q[2]
+        qq.c = q[3]
+        for ix in range(1, 4):
+            to_entry(ix, &qq, &e)
+            pack_entry(&e, kb, vb)
+            k2.mv_data = kb
+            k2.mv_size = 4
+            v2.mv_data = vb
+            v2.mv_size = 12
+            if c2 != NULL:
+                mdb_cursor_close(c2)
+                c2 = NULL
+            rc = mdb_cursor_open(txn, dbi[DB_SPOC + ix], &c2)
+            if rc:
+                mdb_cursor_close(cur)
+                return rc
+            rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
+            if rc == MDB_NOTFOUND:
+                problem(ck, K_MISSING_ENTRY, q[0], q[1], q[2], q[3], ix)
+            elif rc:
+                mdb_cursor_close(cur)
+                mdb_cursor_close(c2)
+                return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    if c2 != NULL:
+        mdb_cursor_close(c2)
+    mdb_cursor_close(cur)
+    if rc != MDB_NOTFOUND:
+        return rc
+    # 4. graphs: distinct keys of cspo
+    rc = mdb_cursor_open(txn, dbi[DB_CSPO], &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+    while rc == 0:
+        ck.graphs += 1
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)
+    mdb_cursor_close(cur)
+    return 0 if rc == MDB_NOTFOUND else rc
+
+cdef int check_collisions(MDB_txn* txn, MDB_dbi* dbi, MDB_val* key, Check* ck) noexcept nogil:
+    """Several ids share a hash: no two may name equal terms."""
+    cdef uint32_t ids[64]
+    cdef int n = 0, i, j, rc
+    cdef MDB_val k, v, ka, va, kb_, vb_
+    cdef uint8_t ba[4]
+    cdef uint8_t bb[4]
+    cdef MDB_cursor* c2
+    rc = mdb_cursor_open(txn, dbi[DB_T2I], &c2)
+    if rc:
+        return rc
+    k = key[0]
+    rc = mdb_cursor_get(c2, &k, &v, MDB_SET_KEY)
+    while rc == 0 and n < 64:
+        ids[n] = get_be32(<uint8_t*>v.mv_data)
+        n += 1
+        rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
+    if rc and rc != MDB_NOTFOUND:
+        mdb_cursor_close(c2)
+        return rc
+    for i in range(n):
+        for j in range(i + 1, n):
+            if get_term(txn, dbi[DB_I2T], ids[i], &va) == 0 and get_term(txn, dbi[DB_I2T], ids[j], &vb_) == 0:
+                if va.mv_size == vb_.mv_size and memcmp(va.mv_data, vb_.mv_data, va.mv_size) == 0:
+                    problem(ck, K_DUPLICATE_TERM, ids[i], ids[j], 0, 0, 0)
+    mdb_cursor_close(c2)
+    return 0
+
+
+cdef tuple check_snapshot(MDB_txn* txn, MDB_dbi* dbi, size_t max_problems, int* error):
+    """``(problems, summary)`` of the snapshot ``txn``; None, with ``error``
+    set to the failing call's code, when the walk itself fails."""
+    cdef Check ck
+    cdef int rc
+    memset(&ck, 0, sizeof(Check))
+    ck.max_problems = max_problems
+    ck.probs = <Problem*>calloc(max_problems + 1, sizeof(Problem))
+    if ck.probs == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            rc = run_check(txn, dbi, &ck)
+        if rc:
+            error[0] = rc
+            return None
+        problems = [_problem_text(&ck.probs[i]) for i in range(ck.nprobs)]
+        if ck.total_problems > ck.nprobs:
+            problems.append(f"... and {ck.total_problems - ck.nprobs} more problems")
+        summary = {
+            "quads": ck.entries[0],
+            "triples": ck.triples,
+            "terms": ck.terms,
+            "graphs": ck.graphs,
+            "subjects": ck.subjects,
+            "index_entries": {"spoc": ck.entries[0], "posc": ck.entries[1],
+                              "ospc": ck.entries[2], "cspo": ck.entries[3]},
+            "hash_entries": ck.hash_entries,
+            "hash_collisions": ck.collisions,
+        }
+        return problems, summary
+    finally:
+        free(ck.bitmap)
+        free(ck.probs)

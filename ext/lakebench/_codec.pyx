@@ -1,0 +1,61 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The store's byte layout, seen from Python: the format version, the
+sub-databases and the order of each quad index, the kind bytes of encoded
+terms, and the term hash.  The C side (packing, entry order, the hash) is
+in ``_codec.pxd``, inlined into every module that uses it.
+
+Layout of one environment (a directory holding ``data.mdb`` / ``lock.mdb``),
+every integer big-endian so that byte order is numeric order (except the
+keys of ``i2t``):
+
+``meta``  name -> value (``format`` = FORMAT_VERSION, ``bnode_docs`` counter)
+``ns``    prefix (UTF-8) -> namespace IRI (UTF-8)
+``graphs`` graph id (4 bytes) -> empty: graphs declared even while empty
+``t2i``   64-bit term hash (8 bytes) -> term id (4 bytes), DUPSORT|DUPFIXED:
+          several ids under one hash are collisions, told apart by comparing
+          the stored terms.
+``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
+          compare for the hot id -> term lookups) -> encoded term; ids are
+          sequential from 1 and appended, so pages are full.
+``spoc``  s -> (p, o, c)  \\
+``posc``  p -> (o, s, c)   | 4-byte key, 12-byte values, DUPSORT|DUPFIXED:
+``ospc``  o -> (s, p, c)   | one entry per quad in each index.
+``cspo``  c -> (s, p, o)  /
+
+An encoded term is one kind byte and UTF-8 text:
+``I`` + IRI, ``B`` + blank node label, ``L`` + lexical form (simple literal),
+``G`` + language tag + NUL + lexical form, ``D`` + datatype IRI + NUL +
+lexical form.
+
+>>> KIND_IRI + b"http://ex.org/a"
+b'Ihttp://ex.org/a'
+"""
+from libc.stdint cimport uint8_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+FORMAT_VERSION = 1
+#: Sub-database names, in the order of the ``dbi`` array.
+DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cspo", "ns", "graphs")
+#: Order of the four quad indices: which quad position is the key, which the values.
+INDEX_ORDER = {"spoc": "s:poc", "posc": "p:osc", "ospc": "o:spc", "cspo": "c:spo"}
+
+#: The kind byte of each kind of encoded term (lakebench.store.terms builds terms with them).
+KIND_IRI = bytes([TERM_IRI])
+KIND_BLANK = bytes([TERM_BLANK])
+KIND_LITERAL = bytes([TERM_LITERAL])
+KIND_LANG_LITERAL = bytes([TERM_LANG_LITERAL])
+KIND_TYPED_LITERAL = bytes([TERM_TYPED_LITERAL])
+
+
+def hash_term(bytes term):
+    """The 64-bit hash under which ``term`` (encoded) is filed in ``t2i``."""
+    return hash_bytes(<const uint8_t*>PyBytes_AS_STRING(term), PyBytes_GET_SIZE(term))
+
+
+cdef int check_term(object term) except -1:
+    """Raise TypeError / ValueError unless ``term`` is a well-formed encoded term."""
+    if type(term) is not bytes:
+        raise TypeError(f"an encoded term must be bytes, got {type(term).__name__}")
+    if not valid_term(<const uint8_t*>PyBytes_AS_STRING(term), PyBytes_GET_SIZE(term)):
+        raise ValueError(f"invalid encoded term {term[:60]!r}")
+    return 0

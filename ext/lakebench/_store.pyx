@@ -1,0 +1,1006 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled core of the lakebench triple store, its Python face:
+environments, transactions and the iterators over their scans.  LMDB is
+called through its C API, every call without the GIL.
+
+The core is split by concern, one Cython module each (``ext/lakebench/``):
+``_codec`` the byte layout (keys, entry order, term kinds, the term hash),
+``_tables`` in-memory tables, ``_ntparser`` N-Triples -> terms,
+``_rdfwriter`` terms -> N-Triples / Turtle, ``_check`` the checker,
+``_txncore`` a transaction's C half (term ids, index writes, scans), and
+this module.  Everything Python sees is here (re-exported where it is made).
+
+The byte layout of an environment is described in ``_codec``.
+
+Terms are never deleted, so an id, once committed, names the same term
+forever.
+"""
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memset
+from libc.stdlib cimport malloc, free
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
+                               PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK,
+                               PyThread_get_thread_ident)
+
+from liblmdb cimport *
+from lakebench._codec cimport (DB_META, DB_I2T, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_NOMEM, E_PARSE,
+                               E_IDS, E_CORRUPT, E_TERM, put_be32, get_be32, get_term, hash_bytes,
+                               check_term)
+from lakebench._tables cimport TTable, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free
+from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
+from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
+from lakebench._check cimport check_snapshot
+from lakebench._txncore cimport (TxnCore, ScanState, core_close_cursors, lookup_id, resolve_id, resolve_table,
+                                 merge_cache, insert_quads, delete_quads, plan_scan, scan_open, scan_next,
+                                 scan_count, count_triples)
+
+import os
+
+# Made by the modules that own them; Python reads them here.
+from lakebench._codec import (FORMAT_VERSION, DB_NAMES, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
+                              KIND_LANG_LITERAL, KIND_TYPED_LITERAL, hash_term)
+from lakebench._ntparser import PARSE_MESSAGES
+from lakebench._rdfwriter import render_ntriples_term
+
+
+class StoreError(Exception):
+    """Base class of the store's errors."""
+
+
+class LmdbError(StoreError):
+    """An LMDB call failed; ``code`` is LMDB's return code."""
+
+    def __init__(self, code, what):
+        self.code = code
+        super().__init__(f"{what}: {_strerror(code)}")
+
+
+class MapFullError(LmdbError):
+    """The memory map is full; the transaction was aborted, nothing written."""
+
+
+class ParseError(StoreError, ValueError):
+    """Malformed RDF: ``position`` (byte offset), ``line`` and ``column`` (1-based)."""
+
+    def __init__(self, message, position=None, line=None, column=None):
+        self.message = message
+        self.position = position
+        self.line = line
+        self.column = column
+        where = "" if line is None else f" at line {line}, column {column}"
+        if position is not None:
+            where += f" (byte {position})"
+        super().__init__(f"{message}{where}")
+
+
+def _strerror(int code):
+    if code == E_NOMEM:
+        return "out of memory"
+    if code == E_IDS:
+        return "term id space exhausted (2**32 - 2 terms)"
+    if code == E_CORRUPT:
+        return "corrupted entry (unexpected key or value size)"
+    if code == E_TERM:
+        return "invalid encoded term"
+    return mdb_strerror(code).decode("utf-8", "replace") + f" ({code})"
+
+
+cdef int raise_rc(int rc, str what) except -1:
+    if rc == MDB_MAP_FULL:
+        raise MapFullError(rc, what)
+    if rc == E_NOMEM:
+        raise MemoryError(what)
+    raise LmdbError(rc, what)
+
+
+def lmdb_version():
+    """The linked LMDB's version string."""
+    return mdb_version(NULL, NULL, NULL).decode()
+
+
+# ---------------------------------------------------------------- the environment
+cdef class Environment:
+    """One LMDB environment (a directory) holding one store.
+
+    ``durable``: each commit is fsynced (default).  ``durable=False`` opens
+    with MDB_NOSYNC: a commit is written to the OS but not fsynced, so a
+    power loss can lose the last commits (never corrupt the store), while a
+    process crash loses nothing committed.
+    """
+    cdef MDB_env* env
+    cdef MDB_dbi dbi[N_DBS]
+    cdef readonly object path
+    cdef readonly bint durable
+    cdef readonly bint readonly
+    cdef public int open_txns
+    cdef PyThread_type_lock wlock
+    cdef long writer_thread
+    cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _txncore)
+
+    def __cinit__(self):
+        self.env = NULL
+        self.wlock = PyThread_allocate_lock()
+        self.writer_thread = -1
+        memset(&self.cache, 0, sizeof(TTable))
+
+    def __init__(self, path, *, size_t map_size=1 << 28, bint durable=True, bint readonly=False,
+                 unsigned int max_readers=126, bint writemap=False):
+        cdef int rc
+        cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
+        cdef bytes bpath = os.fsencode(os.fspath(path))
+        self.path = os.fspath(path)
+        self.durable = durable
+        self.readonly = readonly
+        if not durable:
+            flags |= MDB_NOSYNC
+        if readonly:
+            flags |= MDB_RDONLY
+        elif writemap:
+            flags |= MDB_WRITEMAP
+        rc = mdb_env_create(&self.env)
+        if rc:
+            raise_rc(rc, "mdb_env_create")
+        mdb_env_set_maxdbs(self.env, N_DBS + 2)
+        mdb_env_set_maxreaders(self.env, max_readers)
+        mdb_env_set_mapsize(self.env, map_size)
+        cdef const char* cpath = bpath
+        with nogil:
+            rc = mdb_env_open(self.env, cpath, flags, 0o644)
+        if rc:
+            mdb_env_close(self.env)
+            self.env = NULL
+            raise_rc(rc, f"cannot open LMDB environment {self.path!r}")
+        try:
+            self._open_dbs()
+        except BaseException:
+            mdb_env_close(self.env)
+            self.env = NULL
+            raise
+
+    cdef _open_dbs(self):
+        cdef MDB_txn* txn
+        cdef int rc, i
+        cdef unsigned int f
+        cdef MDB_val k, v
+        cdef bytes name
+        cdef uint8_t ver[4]
+        rc = mdb_txn_begin(self.env, NULL, MDB_RDONLY if self.readonly else 0, &txn)
+        if rc:
+            raise_rc(rc, "mdb_txn_begin")
+        try:
+            for i, n in enumerate(DB_NAMES):
+                name = n.encode()
+                f = MDB_DUPSORT | MDB_DUPFIXED if n in ("t2i", "spoc", "posc", "ospc", "cspo") else 0
+                if n == "i2t":
+                    f = MDB_INTEGERKEY
+                if not self.readonly:
+                    f |= MDB_CREATE
+                rc = mdb_dbi_open(txn, name, f, &self.dbi[i])
+                if rc == MDB_NOTFOUND:
+                    raise StoreError(f"{self.path!r} is not a lakebench store (no {n!r} database)")
+                if rc:
+                    raise_rc(rc, f"opening database {n!r}")
+            k.mv_data = <char*>b"format"
+            k.mv_size = 6
+            rc = mdb_get(txn, self.dbi[DB_META], &k, &v)
+            if rc == MDB_NOTFOUND and not self.readonly:
+                put_be32(ver, FORMAT_VERSION)
+                v.mv_data = ver
+                v.mv_size = 4
+                rc = mdb_put(txn, self.dbi[DB_META], &k, &v, 0)
+                if rc:
+                    raise_rc(rc, "writing the format version")
+            elif rc:
+                raise_rc(rc, "reading the format version")
+            elif v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) != FORMAT_VERSION:
+                raise StoreError(f"{self.path!r}: unsupported store format")
+        except BaseException:
+            mdb_txn_abort(txn)
+            raise
+        # committing (even a read-only transaction) keeps the database handles
+        rc = mdb_txn_commit(txn)
+        if rc:
+            raise_rc(rc, "mdb_txn_commit")
+
+    def __dealloc__(self):
+        if self.env != NULL:
+            mdb_env_close(self.env)
+            self.env = NULL
+        tt_free(&self.cache)
+        if self.wlock != NULL:
+            PyThread_free_lock(self.wlock)
+
+    cdef int _live(self) except -1:
+        if self.env == NULL:
+            raise StoreError("the environment is closed")
+        return 0
+
+    def close(self):
+        """Close the environment (every transaction must be finished)."""
+        if self.env != NULL:
+            if self.open_txns:
+                raise StoreError(f"{self.open_txns} transaction(s) still open")
+            mdb_env_close(self.env)
+            self.env = NULL
+        tt_clear(&self.cache)
+
+    @property
+    def closed(self):
+        return self.env == NULL
+
+    def begin(self, bint write=False):
+        """A new transaction; at most one writer per environment and thread."""
+        self._live()
+        return Txn._begin(self, write)
+
+    def info(self):
+        """Map size, pages used, page size and reader slots."""
+        cdef MDB_envinfo info
+        cdef MDB_stat st
+        self._live()
+        mdb_env_info(self.env, &info)
+        mdb_env_stat(self.env, &st)
+        return {
+            "map_size": info.me_mapsize,
+            "last_pgno": info.me_last_pgno,
+            "page_size": st.ms_psize,
+            "used_bytes": (info.me_last_pgno + 1) * st.ms_psize,
+            "last_txnid": info.me_last_txnid,
+            "max_readers": info.me_maxreaders,
+            "num_readers": info.me_numreaders,
+        }
+
+    def grow(self, size_t min_size=0):
+        """Double the map (at least ``min_size``); no transaction may be open here."""
+        cdef MDB_envinfo info
+        cdef size_t size
+        cdef int rc
+        self._live()
+        if self.open_txns:
+            raise StoreError(f"cannot grow the map while {self.open_txns} transaction(s) are open")
+        mdb_env_info(self.env, &info)
+        size = max(info.me_mapsize * 2, min_size)
+        rc = mdb_env_set_mapsize(self.env, size)
+        if rc:
+            raise_rc(rc, "mdb_env_set_mapsize")
+        return size
+
+    def sync(self, bint force=True):
+        """Flush written data to disk (what a ``nosync`` commit skips)."""
+        cdef int rc
+        self._live()
+        with nogil:
+            rc = mdb_env_sync(self.env, force)
+        if rc:
+            raise_rc(rc, "mdb_env_sync")
+
+    def reader_check(self):
+        """Clear reader slots left by dead processes; how many were cleared."""
+        cdef int dead = 0
+        self._live()
+        mdb_reader_check(self.env, &dead)
+        return dead
+
+    def cache_size(self):
+        return self.cache.n
+
+
+# ---------------------------------------------------------------- transactions
+cdef class Txn:
+    """A read or write transaction; every store operation runs inside one.
+
+    A write transaction that fails inside LMDB is aborted at once and the
+    error raised (MapFullError when the map is full); a ParseError leaves it
+    untouched, since parsing happens before any write.
+    """
+    cdef Environment env
+    cdef TxnCore core          # the transaction's C state; core.txn is NULL once it ended
+    cdef readonly bint write
+    cdef uint64_t generation   # bumped when it ends: iterators of an ended transaction stop
+
+    def __cinit__(self):
+        memset(&self.core, 0, sizeof(TxnCore))
+
+    @staticmethod
+    cdef Txn _begin(Environment env, bint write):
+        cdef Txn t = Txn.__new__(Txn)
+        cdef int rc
+        cdef long me
+        t.env = env
+        t.write = write
+        t.core.dbi = env.dbi
+        t.core.cache = &env.cache
+        if write:
+            if env.readonly:
+                raise StoreError("the environment is read-only")
+            me = <long>PyThread_get_thread_ident()
+            if env.writer_thread == me:
+                raise StoreError("a write transaction is already open in this thread")
+            with nogil:
+                PyThread_acquire_lock(env.wlock, WAIT_LOCK)
+            env.writer_thread = me
+        with nogil:
+            rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
+        if rc == MDB_MAP_RESIZED and env.open_txns == 0:
+            mdb_env_set_mapsize(env.env, 0)
+            with nogil:
+                rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
+        if rc:
+            t.core.txn = NULL
+            if write:
+                env.writer_thread = -1
+                PyThread_release_lock(env.wlock)
+            raise_rc(rc, "mdb_txn_begin")
+        env.open_txns += 1
+        return t
+
+    def __dealloc__(self):
+        if self.core.txn != NULL:
+            self._end(False)
+        tt_free(&self.core.seen)
+
+    cdef int _live(self) except -1:
+        if self.core.txn == NULL:
+            raise StoreError("the transaction is finished")
+        return 0
+
+    cdef int _end(self, bint commit) except? -1:
+        """Commit or abort; release the writer lock; 0 or the commit's error code."""
+        cdef int rc = 0
+        cdef MDB_txn* txn = self.core.txn
+        if txn == NULL:
+            return 0
+        core_close_cursors(&self.core)
+        self.core.txn = NULL
+        self.generation += 1
+        if commit:
+            if self.write:
+                merge_cache(&self.core)
+            with nogil:
+                rc = mdb_txn_commit(txn)
+            if rc and self.write:
+                tt_clear(&self.env.cache)   # it may hold ids that were never committed
+        else:
+            mdb_txn_abort(txn)
+        self.env.open_txns -= 1
+        if self.write:
+            self.env.writer_thread = -1
+            PyThread_release_lock(self.env.wlock)
+        return rc
+
+    def commit(self):
+        """Make the transaction's writes durable (per the environment's mode)."""
+        cdef int rc
+        self._live()
+        rc = self._end(True)
+        if rc:
+            raise_rc(rc, "mdb_txn_commit")
+
+    def abort(self):
+        """Discard the transaction (a no-op when already finished)."""
+        self._end(False)
+
+    @property
+    def active(self):
+        return self.core.txn != NULL
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.core.txn != NULL:
+            if exc_type is None and self.write:
+                self.commit()
+            else:
+                self._end(False)
+        return False
+
+    cdef int _fail(self, int rc, str what) except -1:
+        """Abort (a failed LMDB write leaves the transaction unusable) and raise."""
+        if self.write:
+            self._end(False)
+        raise_rc(rc, what)
+
+
+    cdef int _require_write(self) except -1:
+        self._live()
+        if not self.write:
+            raise StoreError("not a write transaction")
+        return 0
+
+    def ingest_ntriples(self, data, bytes graph not None, extra=()):
+        """Parse N-Triples ``data`` into graph ``graph`` (an encoded term), plus
+        ``extra`` quads of encoded terms, and insert them; the number of new quads.
+
+        Blank node labels are scoped to the document: each document's blank
+        nodes become fresh ones.  On a ParseError nothing is written.
+        """
+        cdef Parser P
+        cdef TTable terms
+        cdef QBuf q
+        cdef Py_ssize_t g
+        cdef int rc = 0
+        cdef const unsigned char[::1] view = data
+        self._require_write()
+        check_term(graph)
+        memset(&terms, 0, sizeof(TTable))
+        memset(&q, 0, sizeof(QBuf))
+        parser_init(&P, &view[0] if view.shape[0] else <const uint8_t*>b"", view.shape[0], &terms)
+        try:
+            g = tt_intern(&terms, PyBytes_AS_STRING(graph), PyBytes_GET_SIZE(graph), 0)
+            if g < 0:
+                raise MemoryError()
+            with nogil:
+                rc = parse_ntriples(&P, &q, <uint32_t>g)
+            if rc == E_PARSE:
+                raise ParseError(*parse_error_args(&P, data))
+            if rc:
+                raise MemoryError()
+            self._intern_quads(&terms, &q, extra)
+            return self._resolve_and_insert(&terms, &q, "ingest")
+        finally:
+            qb_free(&q)
+            tt_free(&terms)
+            parser_free(&P)
+
+    def add(self, quads):
+        """Insert quads of encoded terms ``(s, p, o, c)``; the number new."""
+        cdef TTable terms
+        cdef QBuf q
+        self._require_write()
+        memset(&terms, 0, sizeof(TTable))
+        memset(&q, 0, sizeof(QBuf))
+        try:
+            self._intern_quads(&terms, &q, quads)
+            return self._resolve_and_insert(&terms, &q, "add")
+        finally:
+            qb_free(&q)
+            tt_free(&terms)
+
+    cdef int _intern_quads(self, TTable* terms, QBuf* q, quads) except -1:
+        """Append ``quads`` (4 encoded terms each) to ``q``, their terms to ``terms``."""
+        cdef Py_ssize_t loc[4]
+        cdef int j
+        for quad in quads:
+            if len(quad) != 4:
+                raise ValueError("a quad needs 4 terms")
+            for j in range(4):
+                t = quad[j]
+                check_term(t)
+                loc[j] = tt_intern(terms, PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t), 0)
+                if loc[j] < 0:
+                    raise MemoryError()
+            if qb_push(q, <uint32_t>loc[0], <uint32_t>loc[1], <uint32_t>loc[2], <uint32_t>loc[3]):
+                raise MemoryError()
+        return 0
+
+    cdef size_t _resolve_and_insert(self, TTable* terms, QBuf* q, str what) except? 0:
+        """Give every term of ``terms`` an id, rewrite ``q`` to ids, insert it; the number new."""
+        cdef uint32_t* ids = <uint32_t*>malloc((terms.n + 1) * sizeof(uint32_t))
+        cdef size_t i, added = 0
+        cdef int rc
+        if ids == NULL:
+            raise MemoryError()
+        try:
+            with nogil:
+                rc = resolve_table(&self.core, terms, ids)
+                if rc == 0:
+                    for i in range(q.n):
+                        q.q[i].k = ids[q.q[i].k]
+                        q.q[i].a = ids[q.q[i].a]
+                        q.q[i].b = ids[q.q[i].b]
+                        q.q[i].c = ids[q.q[i].c]
+                    rc = insert_quads(&self.core, q, &added)
+            if rc:
+                self._fail(rc, what)
+            return added
+        finally:
+            free(ids)
+
+    def remove(self, s=None, p=None, o=None, c=None):
+        """Delete every quad matching the pattern (None = any); the number deleted."""
+        cdef ScanState st
+        cdef QBuf q
+        cdef uint32_t quad[4]
+        cdef int rc
+        self._require_write()
+        if not self._plan(&st, s, p, o, c):
+            return 0
+        memset(&q, 0, sizeof(QBuf))
+        try:
+            rc = scan_open(&self.core, &st)
+            if rc:
+                self._fail(rc, "mdb_cursor_open")
+            with nogil:
+                while True:
+                    rc = scan_next(&st, quad)
+                    if rc:
+                        break
+                    rc = qb_push(&q, quad[0], quad[1], quad[2], quad[3])
+                    if rc:
+                        break
+                mdb_cursor_close(st.cur)
+                st.cur = NULL
+                if rc == MDB_NOTFOUND:
+                    rc = delete_quads(&self.core, &q)
+            if rc:
+                self._fail(rc, "remove")
+            return q.n
+        finally:
+            qb_free(&q)
+
+    # -------------------------------------------------------- reads
+    cdef uint32_t _id(self, term) except? 0xFFFFFFFF:
+        """The id of an encoded term (0 when unknown); never writes."""
+        cdef uint32_t out = 0
+        cdef int rc
+        cdef const uint8_t* p
+        cdef size_t n
+        cdef uint64_t h
+        check_term(term)
+        p = <const uint8_t*>PyBytes_AS_STRING(term)
+        n = PyBytes_GET_SIZE(term)
+        h = hash_bytes(p, n)
+        with nogil:
+            if self.write:
+                rc = resolve_id(&self.core, p, n, h, False, &out)
+            else:
+                rc = lookup_id(&self.core, p, n, h, &out)
+        if rc:
+            raise_rc(rc, "term lookup")
+        return out
+
+    def term_id(self, term):
+        """The id of an encoded term, 0 when the store does not know it."""
+        self._live()
+        return self._id(term)
+
+    def term(self, uint32_t tid):
+        """The encoded term of an id, or None."""
+        cdef MDB_val v
+        cdef int rc
+        self._live()
+        with nogil:
+            rc = get_term(self.core.txn, self.env.dbi[DB_I2T], tid, &v)
+        if rc == MDB_NOTFOUND:
+            return None
+        if rc:
+            raise_rc(rc, "mdb_get")
+        return PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
+
+    cdef bint _plan(self, ScanState* st, s, p, o, c) except -1:
+        """Fill st for a pattern; False when a bound term is unknown (empty result)."""
+        cdef uint32_t ids[4]
+        cdef int i
+        for i, t in enumerate((s, p, o, c)):
+            ids[i] = 0 if t is None else self._id(t)
+            if t is not None and ids[i] == 0:
+                return False
+        plan_scan(st, ids)
+        return True
+
+    def quads(self, s=None, p=None, o=None, c=None):
+        """Iterate the quads matching a pattern, as 4-tuples of encoded terms."""
+        self._live()
+        return _iter_batches(_Scan._make(self, s, p, o, c, 0, None, 0))
+
+    def quad_ids(self, s=None, p=None, o=None, c=None):
+        """Iterate matching quads as 4-tuples of ids (for tests and tools)."""
+        self._live()
+        return _iter_batches(_Scan._make(self, s, p, o, c, 3, None, 0))
+
+    def serialize(self, s=None, p=None, o=None, c=None, format="nt", prefixes=None, Py_ssize_t chunk_size=1 << 16):
+        """Stream the triples matching a pattern as N-Triples (``"nt"``) or
+        Turtle (``"turtle"``) bytes chunks, straight from the indices.
+
+        A triple stored in several graphs is written once.  Turtle groups
+        by subject and predicate when the pattern scans an index in subject
+        order (a graph or a subject); ``prefixes`` maps names to namespaces.
+        """
+        self._live()
+        if format in ("nt", "ntriples", "n-triples"):
+            mode = 1
+        elif format in ("turtle", "ttl"):
+            mode = 2
+        else:
+            raise ValueError(f"unknown format {format!r}")
+        return _Scan._make(self, s, p, o, c, mode, prefixes, chunk_size)
+
+    def count(self, s=None, p=None, o=None, c=None):
+        """Number of quads matching the pattern."""
+        cdef ScanState st
+        cdef size_t n = 0
+        cdef int rc
+        self._live()
+        if not self._plan(&st, s, p, o, c):
+            return 0
+        rc = scan_open(&self.core, &st)
+        if rc:
+            raise_rc(rc, "mdb_cursor_open")
+        with nogil:
+            rc = scan_count(&st, &n)
+            mdb_cursor_close(st.cur)
+        if rc != MDB_NOTFOUND:
+            raise_rc(rc, "count")
+        return n
+
+    def quad_count(self):
+        """Number of quads (entries of ``spoc``)."""
+        cdef MDB_stat st
+        self._live()
+        mdb_stat(self.core.txn, self.env.dbi[DB_SPOC], &st)
+        return st.ms_entries
+
+    def term_count(self):
+        cdef MDB_stat st
+        self._live()
+        mdb_stat(self.core.txn, self.env.dbi[DB_I2T], &st)
+        return st.ms_entries
+
+    def triple_count(self):
+        """Number of distinct triples (a triple in several graphs counts once)."""
+        cdef size_t n = 0
+        cdef int rc
+        self._live()
+        with nogil:
+            rc = count_triples(&self.core, &n)
+        if rc != MDB_NOTFOUND:
+            raise_rc(rc, "triple_count")
+        return n
+
+    def contexts(self, s=None, p=None, o=None):
+        """Encoded terms of the graphs holding a triple matching the pattern,
+        each once, in id order; with no pattern, every graph that holds a
+        triple or was declared with add_graph()."""
+        cdef MDB_cursor* cur
+        cdef MDB_val k, v, v2
+        cdef int rc, db
+        cdef set ids = set()
+        self._live()
+        if s is None and p is None and o is None:
+            for db in (DB_CSPO, DB_GRAPHS):
+                rc = mdb_cursor_open(self.core.txn, self.env.dbi[db], &cur)
+                if rc:
+                    raise_rc(rc, "mdb_cursor_open")
+                rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+                while rc == 0:
+                    if k.mv_size == 4:
+                        ids.add(get_be32(<uint8_t*>k.mv_data))
+                    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP if db == DB_CSPO else MDB_NEXT)
+                mdb_cursor_close(cur)
+                if rc != MDB_NOTFOUND:
+                    raise_rc(rc, "contexts")
+        else:
+            for quad in _iter_batches(_Scan._make(self, s, p, o, None, 3, None, 0)):
+                ids.add(quad[3])
+        return [self.term(i) for i in sorted(ids)]
+
+    def add_graph(self, term):
+        """Declare a graph (kept even while it holds no triple)."""
+        cdef uint32_t tid = 0
+        cdef MDB_val k, v
+        cdef uint8_t kb[4]
+        cdef int rc
+        cdef const uint8_t* p
+        cdef size_t n
+        self._require_write()
+        check_term(term)
+        p = <const uint8_t*>PyBytes_AS_STRING(term)
+        n = PyBytes_GET_SIZE(term)
+        with nogil:
+            rc = resolve_id(&self.core, p, n, hash_bytes(p, n), True, &tid)
+            if rc == 0:
+                put_be32(kb, tid)
+                k.mv_data = kb
+                k.mv_size = 4
+                v.mv_data = kb
+                v.mv_size = 0
+                rc = mdb_put(self.core.txn, self.env.dbi[DB_GRAPHS], &k, &v, 0)
+        if rc:
+            self._fail(rc, "add_graph")
+
+    def remove_graph(self, term):
+        """Delete a graph's quads and its declaration; the number of quads deleted."""
+        cdef uint32_t tid
+        cdef MDB_val k
+        cdef uint8_t kb[4]
+        cdef int rc
+        self._require_write()
+        removed = self.remove(None, None, None, term)
+        tid = self._id(term)
+        if tid:
+            put_be32(kb, tid)
+            k.mv_data = kb
+            k.mv_size = 4
+            rc = mdb_del(self.core.txn, self.env.dbi[DB_GRAPHS], &k, NULL)
+            if rc and rc != MDB_NOTFOUND:
+                self._fail(rc, "remove_graph")
+        return removed
+
+    # -------------------------------------------------------- namespaces
+    def namespaces(self):
+        """(prefix, namespace) pairs, sorted by prefix."""
+        cdef MDB_cursor* cur
+        cdef MDB_val k, v
+        cdef int rc
+        cdef list out = []
+        self._live()
+        rc = mdb_cursor_open(self.core.txn, self.env.dbi[DB_NS], &cur)
+        if rc:
+            raise_rc(rc, "mdb_cursor_open")
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+        while rc == 0:
+            prefix = PyBytes_FromStringAndSize(<char*>k.mv_data, k.mv_size)
+            out.append(("" if prefix == b"\x00" else prefix.decode(),
+                        PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size).decode()))
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+        mdb_cursor_close(cur)
+        if rc != MDB_NOTFOUND:
+            raise_rc(rc, "namespaces")
+        return out
+
+    def set_namespace(self, str prefix, str namespace):
+        cdef MDB_val k, v
+        cdef int rc
+        cdef bytes bp = prefix.encode(), bn = namespace.encode()
+        self._require_write()
+        if not bp:
+            bp = b"\x00"   # LMDB keys cannot be empty: the empty prefix is stored as NUL
+        k.mv_data = <char*>bp
+        k.mv_size = len(bp)
+        v.mv_data = <char*>bn
+        v.mv_size = len(bn)
+        rc = mdb_put(self.core.txn, self.env.dbi[DB_NS], &k, &v, 0)
+        if rc:
+            self._fail(rc, "set_namespace")
+
+    def del_namespace(self, str prefix):
+        cdef MDB_val k
+        cdef int rc
+        cdef bytes bp = prefix.encode() or b"\x00"
+        self._require_write()
+        k.mv_data = <char*>bp
+        k.mv_size = len(bp)
+        rc = mdb_del(self.core.txn, self.env.dbi[DB_NS], &k, NULL)
+        if rc and rc != MDB_NOTFOUND:
+            self._fail(rc, "del_namespace")
+
+    # -------------------------------------------------------- the facade's own values
+    def get_meta(self, str name):
+        """The value stored under ``name`` in ``meta``, or None (e.g. the log position
+        the facade's write-ahead log has applied)."""
+        cdef MDB_val k, v
+        cdef int rc
+        cdef bytes key = name.encode()
+        self._live()
+        k.mv_data = <char*>key
+        k.mv_size = len(key)
+        rc = mdb_get(self.core.txn, self.env.dbi[DB_META], &k, &v)
+        if rc == MDB_NOTFOUND:
+            return None
+        if rc:
+            raise_rc(rc, "get_meta")
+        return PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
+
+    def set_meta(self, str name, bytes value not None):
+        """Store ``value`` under ``name`` in ``meta`` (``format`` and ``bnode_docs``
+        belong to the core and cannot be set)."""
+        cdef MDB_val k, v
+        cdef int rc
+        cdef bytes key = name.encode()
+        self._require_write()
+        if name in ("format", "bnode_docs") or not key:
+            raise ValueError(f"meta key {name!r} is reserved")
+        k.mv_data = <char*>key
+        k.mv_size = len(key)
+        v.mv_data = <char*>value
+        v.mv_size = len(value)
+        rc = mdb_put(self.core.txn, self.env.dbi[DB_META], &k, &v, 0)
+        if rc:
+            self._fail(rc, "set_meta")
+
+    # -------------------------------------------------------- statistics and check
+    def db_stats(self):
+        """Per sub-database: entries and pages (branch, leaf, overflow)."""
+        cdef MDB_stat st
+        cdef int i
+        self._live()
+        out = {}
+        for i, name in enumerate(DB_NAMES):
+            mdb_stat(self.core.txn, self.env.dbi[i], &st)
+            out[name] = {"entries": st.ms_entries, "depth": st.ms_depth, "branch_pages": st.ms_branch_pages,
+                         "leaf_pages": st.ms_leaf_pages, "overflow_pages": st.ms_overflow_pages}
+        return out
+
+    def check(self, size_t max_problems=100):
+        """Verify the store: ``(problems, summary)``, problems empty when consistent.
+
+        Every term is filed under its hash and every hash entry points to a
+        term with that hash; no term is stored twice; every quad of ``spoc``
+        is in the three other indices, which hold as many entries; every id
+        in a quad names a stored term (``_check``).
+        """
+        cdef int rc = 0
+        self._live()
+        result = check_snapshot(self.core.txn, self.env.dbi, max_problems, &rc)
+        if rc:
+            raise_rc(rc, "check")
+        return result
+
+
+cdef enum:
+    BATCH = 256
+
+cdef class _Scan:
+    """Iterator over a pattern: quads of encoded terms (mode 0), id quads
+    (mode 3), or N-Triples (1) / Turtle (2) chunks."""
+    cdef Txn t
+    cdef uint64_t generation
+    cdef ScanState st
+    cdef int mode
+    cdef bint done
+    cdef bint empty
+    cdef Py_ssize_t chunk_size
+    cdef uint32_t batch[BATCH][4]
+    cdef MDB_val terms[BATCH][4]
+    cdef TripleWriter writer
+    cdef bint header_done
+    cdef dict cache
+
+    def __cinit__(self):
+        memset(&self.st, 0, sizeof(ScanState))
+        memset(&self.writer, 0, sizeof(TripleWriter))
+
+    @staticmethod
+    cdef _Scan _make(Txn t, s, p, o, c, int mode, prefixes, Py_ssize_t chunk_size):
+        cdef _Scan it = _Scan.__new__(_Scan)
+        cdef int rc
+        it.t = t
+        it.generation = t.generation
+        it.mode = mode
+        it.chunk_size = chunk_size if chunk_size > 0 else 1 << 16
+        it.cache = {}
+        it.empty = not t._plan(&it.st, s, p, o, c)
+        if not it.empty:
+            rc = scan_open(&t.core, &it.st)
+            if rc:
+                raise_rc(rc, "mdb_cursor_open")
+        if mode == 1 or mode == 2:
+            tw_init(&it.writer, mode == 2, prefixes, t.core.txn, t.env.dbi[DB_I2T])
+        return it
+
+    def __dealloc__(self):
+        self._close()
+        tw_free(&self.writer)
+
+    cdef void _close(self) noexcept:
+        if self.st.cur != NULL:
+            # a read cursor is ours to free; a write transaction frees its
+            # cursors itself when it ends
+            if self.t is not None and (not self.t.write or
+                                       (self.t.core.txn != NULL and self.generation == self.t.generation)):
+                mdb_cursor_close(self.st.cur)
+            self.st.cur = NULL
+        self.done = True
+
+    def close(self):
+        self._close()
+
+    def __iter__(self):
+        return self
+
+    cdef int _check_live(self) except -1:
+        if self.t.core.txn == NULL or self.generation != self.t.generation:
+            self._close()
+            raise StoreError("the transaction of this iterator is finished")
+        return 0
+
+    def __next__(self):
+        if self.mode == 0 or self.mode == 3:
+            raise TypeError("iterate quads through next_batch()")
+        return self._next_text()
+
+    cdef _next_text(self):
+        """The next chunk of text: the scan's triples through the writer."""
+        cdef int rc = 0
+        cdef uint32_t q[4]
+        cdef TripleWriter* w = &self.writer
+        if self.done and w.out.n == 0 and self.header_done:
+            raise StopIteration
+        if not self.header_done:
+            self.header_done = True
+            if tw_header(w):
+                raise MemoryError()
+        if not self.done and not self.empty:
+            self._check_live()
+            with nogil:
+                while w.out.n < <size_t>self.chunk_size:
+                    rc = scan_next(&self.st, q)
+                    if rc:
+                        break
+                    rc = tw_triple(w, q[0], q[1], q[2])
+                    if rc:
+                        break
+            if rc == MDB_NOTFOUND:
+                self._close()
+                if tw_finish(w):
+                    raise MemoryError()
+            elif rc:
+                self._close()
+                raise_rc(rc, "serialize")
+        elif not self.done:
+            self._close()
+        chunk = PyBytes_FromStringAndSize(w.out.p, w.out.n)
+        w.out.n = 0
+        if not chunk:
+            raise StopIteration
+        return chunk
+
+    cdef _fill(self):
+        """Up to BATCH matching quads in self.batch (terms resolved for mode 0)."""
+        cdef int rc = 0, j
+        cdef Py_ssize_t n = 0
+        if self.done or self.empty:
+            self._close()
+            return 0
+        self._check_live()
+        with nogil:
+            while n < BATCH:
+                rc = scan_next(&self.st, self.batch[n])
+                if rc:
+                    break
+                if self.mode == 0:
+                    for j in range(4):
+                        rc = get_term(self.t.core.txn, self.t.env.dbi[DB_I2T], self.batch[n][j], &self.terms[n][j])
+                        if rc:
+                            break
+                    if rc:
+                        break
+                n += 1
+        if rc == MDB_NOTFOUND:
+            self._close()
+        elif rc:
+            self._close()
+            raise_rc(rc, "scan")
+        return n
+
+    def next_batch(self):
+        """The next list of up to 256 results (empty at the end)."""
+        cdef Py_ssize_t n, i
+        cdef int j
+        cdef list out = []
+        cdef dict cache = self.cache
+        cdef uint32_t tid
+        if self.mode == 1 or self.mode == 2:
+            raise TypeError("a serializer yields chunks")
+        n = self._fill()
+        for i in range(n):
+            if self.mode == 3:
+                out.append((self.batch[i][0], self.batch[i][1], self.batch[i][2], self.batch[i][3]))
+                continue
+            row = []
+            for j in range(4):
+                tid = self.batch[i][j]
+                term = cache.get(tid)
+                if term is None:
+                    term = PyBytes_FromStringAndSize(<char*>self.terms[i][j].mv_data, self.terms[i][j].mv_size)
+                    if len(cache) < 4096:
+                        cache[tid] = term
+                row.append(term)
+            out.append(tuple(row))
+        return out
+
+
+# the quads iterator proper: a generator over batches
+def _iter_batches(_Scan it):
+    try:
+        while True:
+            batch = it.next_batch()
+            if not batch:
+                return
+            yield from batch
+    finally:
+        it.close()
+
+

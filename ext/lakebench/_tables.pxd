@@ -1,0 +1,117 @@
+# In-memory tables of the core, all plain C: a growable byte buffer, an
+# open-addressing table of encoded terms, and a growable array of quads.
+# The buffer and quad array operations are `cdef inline` (the parser and the
+# writer call them per byte run); the term table's live in _tables.pyx.
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from libc.stdlib cimport realloc, free
+
+from lakebench._codec cimport E_NOMEM, Quad
+
+
+# ---------------------------------------------------------------- growable buffer
+cdef struct Buf:
+    char* p
+    size_t n
+    size_t cap
+
+cdef inline int buf_reserve(Buf* b, size_t extra) noexcept nogil:
+    cdef size_t need = b.n + extra
+    cdef size_t cap
+    cdef char* q
+    if need <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap else 256
+    while cap < need:
+        cap *= 2
+    q = <char*>realloc(b.p, cap)
+    if q == NULL:
+        return E_NOMEM
+    b.p = q
+    b.cap = cap
+    return 0
+
+cdef inline int buf_put(Buf* b, const void* p, size_t n) noexcept nogil:
+    if b.n + n > b.cap:
+        if buf_reserve(b, n):
+            return E_NOMEM
+    memcpy(b.p + b.n, p, n)
+    b.n += n
+    return 0
+
+cdef inline int buf_byte(Buf* b, char c) noexcept nogil:
+    if b.n + 1 > b.cap:
+        if buf_reserve(b, 1):
+            return E_NOMEM
+    b.p[b.n] = c
+    b.n += 1
+    return 0
+
+cdef inline void buf_free(Buf* b) noexcept nogil:
+    free(b.p)
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+
+cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil
+
+
+# ---------------------------------------------------------------- term table
+# Encoded terms -> ids: the per-document table of the parser, the
+# per-transaction table and the environment's cache.
+cdef struct TEntry:
+    uint64_t h
+    size_t off
+    uint32_t len
+    uint32_t id
+    uint32_t flags
+
+cdef enum:
+    TF_BLANK = 1      # a document blank node, relabelled when resolved
+
+cdef struct TTable:
+    Buf arena
+    TEntry* ents
+    size_t n
+    size_t ecap
+    uint32_t* slots
+    size_t nslots
+
+cdef inline const uint8_t* tt_term(TTable* t, size_t i) noexcept nogil:
+    return <const uint8_t*>t.arena.p + t.ents[i].off
+
+cdef void tt_free(TTable* t) noexcept nogil
+cdef void tt_clear(TTable* t) noexcept nogil
+cdef Py_ssize_t tt_find(TTable* t, const void* p, size_t n, uint64_t h) noexcept nogil
+cdef Py_ssize_t tt_add(TTable* t, const void* p, size_t n, uint64_t h, uint32_t id, uint32_t flags) noexcept nogil
+cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) noexcept nogil
+
+
+# ---------------------------------------------------------------- quad array
+cdef struct QBuf:
+    Quad* q
+    size_t n
+    size_t cap
+
+cdef inline int qb_push(QBuf* b, uint32_t k, uint32_t a, uint32_t x, uint32_t c) noexcept nogil:
+    cdef size_t cap
+    cdef Quad* q
+    if b.n == b.cap:
+        cap = b.cap * 2 if b.cap else 256
+        q = <Quad*>realloc(b.q, cap * sizeof(Quad))
+        if q == NULL:
+            return E_NOMEM
+        b.q = q
+        b.cap = cap
+    b.q[b.n].k = k
+    b.q[b.n].a = a
+    b.q[b.n].b = x
+    b.q[b.n].c = c
+    b.n += 1
+    return 0
+
+cdef inline void qb_free(QBuf* b) noexcept nogil:
+    free(b.q)
+    b.q = NULL
+    b.n = 0
+    b.cap = 0

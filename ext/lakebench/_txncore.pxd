@@ -1,0 +1,97 @@
+# The C half of a transaction: term ids (lookup, creation, caches), quad
+# index writes and pattern scans, all without the GIL.  _store's Txn holds
+# one TxnCore and is its Python face.
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memset
+
+from liblmdb cimport *
+from lakebench._codec cimport N_DBS, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
+from lakebench._tables cimport TTable, QBuf
+
+cdef struct TxnCore:
+    MDB_txn* txn
+    MDB_dbi* dbi              # the environment's handles, N_DBS of them
+    TTable* cache             # the environment's committed terms; written only under its writer lock
+    MDB_cursor* cur[N_DBS]    # opened on demand, one per sub-database
+    uint32_t next_id          # the next new term id (0: not read yet)
+    uint32_t last_key[4]      # the last key of each quad index, for appends
+    bint last_known[4]
+    TTable seen               # terms resolved in this (write) transaction
+
+cdef inline int core_cursor(TxnCore* c, int db, MDB_cursor** out) noexcept nogil:
+    """The transaction's cursor on sub-database ``db``, opened on first use."""
+    cdef int rc
+    if c.cur[db] == NULL:
+        rc = mdb_cursor_open(c.txn, c.dbi[db], &c.cur[db])
+        if rc:
+            return rc
+    out[0] = c.cur[db]
+    return 0
+
+cdef void core_close_cursors(TxnCore* c) noexcept nogil
+
+# term ids
+cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil
+cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil
+cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil
+cdef void merge_cache(TxnCore* c) noexcept nogil
+
+# index writes
+cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil
+cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil
+
+# scans
+cdef struct ScanState:
+    MDB_cursor* cur
+    int ix
+    uint32_t key          # 0: every key
+    uint32_t pre[3]       # leading value components that must match
+    int npre
+    uint32_t want[4]      # s, p, o, c filters (0 = any)
+    int started
+
+cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil
+cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil
+cdef int scan_count(ScanState* st, size_t* n) noexcept nogil
+cdef int count_triples(TxnCore* c, size_t* n) noexcept nogil
+
+cdef inline int scan_next(ScanState* st, uint32_t* q) noexcept nogil:
+    """Next matching quad into q[4]; MDB_NOTFOUND at the end (inline: it runs once
+    per quad of every read)."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ENTRY_VALUE_SIZE]
+    cdef int rc, i
+    while True:
+        if not st.started:
+            st.started = 1
+            if st.key:
+                put_be32(kb, st.key)
+                k.mv_data = kb
+                k.mv_size = ID_SIZE
+                if st.npre:
+                    memset(vb, 0, ENTRY_VALUE_SIZE)
+                    for i in range(st.npre):
+                        put_be32(vb + 4 * i, st.pre[i])
+                    v.mv_data = vb
+                    v.mv_size = ENTRY_VALUE_SIZE
+                    rc = mdb_cursor_get(st.cur, &k, &v, MDB_GET_BOTH_RANGE)
+                else:
+                    rc = mdb_cursor_get(st.cur, &k, &v, MDB_SET_KEY)
+            else:
+                rc = mdb_cursor_get(st.cur, &k, &v, MDB_FIRST)
+        else:
+            rc = mdb_cursor_get(st.cur, &k, &v, MDB_NEXT_DUP if st.key else MDB_NEXT)
+        if rc:
+            return rc
+        if k.mv_size != ID_SIZE or v.mv_size != ENTRY_VALUE_SIZE:
+            return E_CORRUPT
+        # the entry's values in index order: a, b, c
+        for i in range(st.npre):
+            if get_be32(<uint8_t*>v.mv_data + 4 * i) != st.pre[i]:
+                return MDB_NOTFOUND   # past the prefix: sorted, so nothing more matches
+        unpack_entry(st.ix, &k, &v, q)
+        if (st.want[0] and q[0] != st.want[0]) or (st.want[1] and q[1] != st.want[1]) \
+                or (st.want[2] and q[2] != st.want[2]) or (st.want[3] and q[3] != st.want[3]):
+            continue
+        return 0

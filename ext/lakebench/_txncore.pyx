@@ -1,0 +1,450 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The C half of a transaction (``TxnCore``), without the GIL:
+
+* term ids: an encoded term's id through the transaction's table, the
+  environment's cache of committed terms, then ``t2i`` (comparing the stored
+  bytes, so hash collisions are told apart); new terms get the next id,
+  appended to ``i2t``; a document's blank nodes are relabelled per document;
+* index writes: quads sorted and inserted index by index, appending
+  whenever the key or value sorts last (LMDB splits a full page in the
+  middle otherwise), and deletes;
+* scans: a pattern's plan (which index, which key, which leading values)
+  and the one cursor walk that every read of quads goes through.
+"""
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memset
+from libc.stdlib cimport malloc, qsort
+
+from liblmdb cimport *
+from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_SPOC, IX_SPOC,
+                               IX_POSC, IX_OSPC, IX_CSPO, ID_SIZE, ENTRY_VALUE_SIZE, HASH_SIZE, TERM_IRI,
+                               TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL, TERM_TYPED_LITERAL, Quad,
+                               put_be32, get_be32, put_be64, get_be64, ld32, to_entry, pack_entry,
+                               cmp_quad, get_term, hash_bytes)
+from lakebench._tables cimport (TEntry, TF_BLANK, tt_term, tt_find, tt_add, tt_clear, qb_free)
+
+# Terms of the kinds worth remembering across transactions (the cache).
+cdef size_t CACHE_MAX_ENTRIES = 1 << 18
+cdef size_t CACHE_MAX_BYTES = 32 << 20
+cdef size_t CACHE_MAX_LITERAL = 48
+
+
+cdef void core_close_cursors(TxnCore* c) noexcept nogil:
+    cdef int i
+    for i in range(N_DBS):
+        if c.cur[i] != NULL:
+            mdb_cursor_close(c.cur[i])
+            c.cur[i] = NULL
+
+
+# ---------------------------------------------------------------- term ids
+cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term, or 0; compares stored bytes (collision check)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v, v2
+    cdef uint8_t hk[HASH_SIZE]
+    cdef int rc
+    out[0] = 0
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc:
+        return rc
+    put_be64(hk, h)
+    k.mv_data = hk
+    k.mv_size = HASH_SIZE
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY)
+    while rc == 0:
+        if v.mv_size != ID_SIZE:
+            return E_CORRUPT
+        rc = get_term(c.txn, c.dbi[DB_I2T], get_be32(<uint8_t*>v.mv_data), &v2)
+        if rc == 0:
+            if v2.mv_size == n and memcmp(v2.mv_data, p, n) == 0:
+                out[0] = get_be32(<uint8_t*>v.mv_data)
+                return 0
+        elif rc != MDB_NOTFOUND:
+            return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
+    return 0 if rc == MDB_NOTFOUND else rc
+
+cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """Store a new term under the next id (appended to i2t) and its hash."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint8_t kb[HASH_SIZE]
+    cdef uint8_t ib[ID_SIZE]
+    cdef int rc
+    if c.next_id == 0:
+        rc = core_cursor(c, DB_I2T, &cur)
+        if rc:
+            return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+        if rc == MDB_NOTFOUND:
+            c.next_id = 1
+        elif rc:
+            return rc
+        elif k.mv_size != ID_SIZE:
+            return E_CORRUPT
+        else:
+            c.next_id = ld32(k.mv_data) + 1
+    if c.next_id == 0xFFFFFFFFU:
+        return E_IDS
+    put_be32(ib, c.next_id)
+    k.mv_data = &c.next_id
+    k.mv_size = ID_SIZE
+    v.mv_data = <void*>p
+    v.mv_size = n
+    rc = core_cursor(c, DB_I2T, &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+    if rc:
+        return rc
+    put_be64(kb, h)
+    k.mv_data = kb
+    k.mv_size = HASH_SIZE
+    v.mv_data = ib
+    v.mv_size = ID_SIZE
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
+    if rc:
+        return rc
+    out[0] = c.next_id
+    c.next_id += 1
+    return 0
+
+cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil:
+    """Term -> id through the transaction's table, the cache, then LMDB (write transactions)."""
+    cdef Py_ssize_t i
+    cdef int rc
+    i = tt_find(&c.seen, p, n, h)
+    if i >= 0:
+        out[0] = c.seen.ents[i].id
+        return 0
+    i = tt_find(c.cache, p, n, h)   # safe: we hold the writer lock
+    if i >= 0:
+        out[0] = c.cache.ents[i].id
+    else:
+        rc = lookup_id(c, p, n, h, out)
+        if rc:
+            return rc
+        if out[0] == 0:
+            if not create:
+                return 0
+            rc = create_id(c, p, n, h, out)
+            if rc:
+                return rc
+    if tt_add(&c.seen, p, n, h, out[0], 0) < 0:
+        return E_NOMEM
+    return 0
+
+cdef int next_bnode_doc(TxnCore* c, uint64_t* out) noexcept nogil:
+    """Next number of the per-document blank node counter (in ``meta``)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[8]
+    cdef uint64_t doc = 0
+    cdef int rc
+    k.mv_data = <char*>b"bnode_docs"
+    k.mv_size = 10
+    rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+    if rc == 0 and v.mv_size == 8:
+        doc = get_be64(<uint8_t*>v.mv_data)
+    elif rc and rc != MDB_NOTFOUND:
+        return rc
+    doc += 1
+    put_be64(b, doc)
+    v.mv_data = b
+    v.mv_size = 8
+    rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    out[0] = doc
+    return rc
+
+cdef inline int hex_digits(char* out, uint64_t x) noexcept nogil:
+    cdef char tmp[16]
+    cdef int n = 0, i
+    cdef const char* digits = b"0123456789abcdef"
+    while True:
+        tmp[n] = digits[x & 15]
+        n += 1
+        x >>= 4
+        if x == 0:
+            break
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+cdef inline int dec_digits(char* out, uint32_t x) noexcept nogil:
+    cdef char tmp[12]
+    cdef int n = 0, i
+    while True:
+        tmp[n] = <char>(48 + x % 10)
+        n += 1
+        x //= 10
+        if x == 0:
+            break
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil:
+    """Resolve (creating) every term of a document table into ids[]."""
+    cdef size_t i
+    cdef int rc, k
+    cdef uint64_t doc = 0
+    cdef const uint8_t* p
+    cdef char num[48]
+    cdef uint32_t ordinal
+    for i in range(t.n):
+        p = tt_term(t, i)
+        if t.ents[i].flags & TF_BLANK:
+            if doc == 0:
+                rc = next_bnode_doc(c, &doc)
+                if rc:
+                    return rc
+            # label "lb<doc hex>n<ordinal>"
+            ordinal = get_be32(p + 1)
+            k = 0
+            num[k] = TERM_BLANK; k += 1
+            num[k] = 108; k += 1
+            num[k] = 98; k += 1
+            k += hex_digits(num + k, doc)
+            num[k] = 110; k += 1
+            k += dec_digits(num + k, ordinal)
+            rc = resolve_id(c, <const uint8_t*>num, k, hash_bytes(<const uint8_t*>num, k), True, &ids[i])
+        else:
+            rc = resolve_id(c, p, t.ents[i].len, t.ents[i].h, True, &ids[i])
+        if rc:
+            return rc
+    return 0
+
+cdef void merge_cache(TxnCore* c) noexcept nogil:
+    """Remember this transaction's IRIs and short literals in the environment
+    (called just before a write commits; the cache is cleared if it fails)."""
+    cdef TTable* cache = c.cache
+    cdef TTable* s = &c.seen
+    cdef size_t i
+    cdef const uint8_t* t
+    cdef TEntry* e
+    if cache.n + s.n > CACHE_MAX_ENTRIES or cache.arena.n + s.arena.n > CACHE_MAX_BYTES:
+        tt_clear(cache)
+    for i in range(s.n):
+        e = &s.ents[i]
+        t = tt_term(s, i)
+        if t[0] == TERM_LITERAL or t[0] == TERM_LANG_LITERAL or t[0] == TERM_TYPED_LITERAL:
+            if e.len > CACHE_MAX_LITERAL:
+                continue
+        elif t[0] != TERM_IRI:
+            continue
+        if tt_find(cache, t, e.len, e.h) < 0:
+            if tt_add(cache, t, e.len, e.h, e.id, 0) < 0:
+                tt_clear(cache)
+                return
+
+
+# ---------------------------------------------------------------- index writes
+cdef int put_entry(TxnCore* c, int ix, const Quad* e) noexcept nogil:
+    """Insert one entry; 0 when new, MDB_KEYEXIST when already there.
+
+    Appends when the key or the value sorts last, which keeps pages full
+    (LMDB splits a page in the middle otherwise)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ENTRY_VALUE_SIZE]
+    cdef int rc
+    rc = core_cursor(c, DB_SPOC + ix, &cur)
+    if rc:
+        return rc
+    if not c.last_known[ix]:
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+        if rc == MDB_NOTFOUND:
+            c.last_key[ix] = 0
+        elif rc:
+            return rc
+        else:
+            c.last_key[ix] = get_be32(<uint8_t*>k.mv_data)
+        c.last_known[ix] = True
+    pack_entry(e, kb, vb)
+    k.mv_data = kb
+    k.mv_size = ID_SIZE
+    v.mv_data = vb
+    v.mv_size = ENTRY_VALUE_SIZE
+    if e.k > c.last_key[ix]:
+        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+        if rc == 0:
+            c.last_key[ix] = e.k
+            return 0
+        if rc != MDB_KEYEXIST:
+            return rc
+    rc = mdb_cursor_put(cur, &k, &v, MDB_APPENDDUP | MDB_NODUPDATA)
+    if rc != MDB_KEYEXIST:
+        return rc
+    return mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
+
+cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
+    """Insert id quads (s, p, o, c in k, a, b, c) into the four indices;
+    ``q`` is left holding the new ones, ``added`` their number."""
+    cdef size_t i, n, m = 0
+    cdef int rc, ix
+    cdef QBuf e
+    added[0] = 0
+    if q.n == 0:
+        return 0
+    qsort(q.q, q.n, sizeof(Quad), cmp_quad)
+    n = q.n
+    # spoc first: it tells which quads are new (duplicates are skipped)
+    for i in range(n):
+        if i > 0 and cmp_quad(&q.q[i], &q.q[i - 1]) == 0:
+            continue
+        rc = put_entry(c, IX_SPOC, &q.q[i])
+        if rc == MDB_KEYEXIST:
+            continue
+        if rc:
+            return rc
+        q.q[m] = q.q[i]
+        m += 1
+    q.n = m
+    added[0] = m
+    if m == 0:
+        return 0
+    memset(&e, 0, sizeof(QBuf))
+    e.q = <Quad*>malloc(m * sizeof(Quad))
+    if e.q == NULL:
+        return E_NOMEM
+    e.n = m
+    e.cap = m
+    rc = 0
+    for ix in range(1, 4):
+        for i in range(m):
+            to_entry(ix, &q.q[i], &e.q[i])
+        qsort(e.q, m, sizeof(Quad), cmp_quad)
+        for i in range(m):
+            rc = put_entry(c, ix, &e.q[i])
+            if rc == MDB_KEYEXIST:
+                rc = E_CORRUPT   # spoc and this index disagree
+            if rc:
+                break
+        if rc:
+            break
+    qb_free(&e)
+    return rc
+
+cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
+    """Delete id quads from the four indices (absent entries are skipped)."""
+    cdef size_t i
+    cdef int ix, rc
+    cdef Quad e
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ENTRY_VALUE_SIZE]
+    for i in range(q.n):
+        for ix in range(4):
+            to_entry(ix, &q.q[i], &e)
+            pack_entry(&e, kb, vb)
+            k.mv_data = kb
+            k.mv_size = ID_SIZE
+            v.mv_data = vb
+            v.mv_size = ENTRY_VALUE_SIZE
+            rc = mdb_del(c.txn, c.dbi[DB_SPOC + ix], &k, &v)
+            if rc and rc != MDB_NOTFOUND:
+                return rc
+    return 0
+
+
+# ---------------------------------------------------------------- scans
+cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil:
+    """Plan the scan of a pattern of ids (s, p, o, c; 0 = any): every pattern
+    is one prefix scan of one index."""
+    cdef int i
+    memset(st, 0, sizeof(ScanState))
+    for i in range(4):
+        st.want[i] = ids[i]
+    if ids[3] and (ids[0] or not (ids[1] or ids[2])):
+        st.ix = IX_CSPO
+        st.key = ids[3]
+        for i in range(3):
+            if not ids[i]:
+                break
+            st.pre[i] = ids[i]
+            st.npre += 1
+    elif ids[0]:
+        st.ix = IX_SPOC
+        st.key = ids[0]
+        if ids[1]:
+            st.pre[0] = ids[1]
+            st.npre = 1
+            if ids[2]:
+                st.pre[1] = ids[2]
+                st.npre = 2
+                if ids[3]:
+                    st.pre[2] = ids[3]
+                    st.npre = 3
+    elif ids[1]:
+        st.ix = IX_POSC
+        st.key = ids[1]
+        if ids[2]:
+            st.pre[0] = ids[2]
+            st.npre = 1
+    elif ids[2]:
+        st.ix = IX_OSPC
+        st.key = ids[2]
+    else:
+        st.ix = IX_SPOC
+        st.key = 0
+
+cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil:
+    """Open the scan's own cursor (closed by its owner: mdb_cursor_close)."""
+    return mdb_cursor_open(c.txn, c.dbi[DB_SPOC + st.ix], &st.cur)
+
+cdef int scan_count(ScanState* st, size_t* n) noexcept nogil:
+    """The number of quads an open scan matches; MDB_NOTFOUND when done."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint32_t q[4]
+    cdef int rc
+    n[0] = 0
+    if st.key and st.npre == 0 and \
+            (st.want[0] != 0) + (st.want[1] != 0) + (st.want[2] != 0) + (st.want[3] != 0) == 1:
+        # only the key is bound: LMDB counts its values
+        put_be32(kb, st.key)
+        k.mv_data = kb
+        k.mv_size = ID_SIZE
+        rc = mdb_cursor_get(st.cur, &k, &v, MDB_SET_KEY)
+        if rc == 0:
+            rc = mdb_cursor_count(st.cur, n)
+            if rc == 0:
+                rc = MDB_NOTFOUND
+        return rc
+    while True:
+        rc = scan_next(st, q)
+        if rc:
+            return rc
+        n[0] += 1
+
+cdef int count_triples(TxnCore* c, size_t* n) noexcept nogil:
+    """The number of distinct triples: a triple in several graphs is consecutive
+    entries of spoc that differ only in c.  MDB_NOTFOUND when done."""
+    cdef ScanState st
+    cdef uint32_t ids[4]
+    cdef uint32_t q[4]
+    cdef uint32_t prev[3]
+    cdef bint have = False
+    cdef int rc
+    n[0] = 0
+    memset(ids, 0, sizeof(ids))
+    plan_scan(&st, ids)
+    rc = scan_open(c, &st)
+    if rc:
+        return rc
+    while True:
+        rc = scan_next(&st, q)
+        if rc:
+            break
+        if not have or q[0] != prev[0] or q[1] != prev[1] or q[2] != prev[2]:
+            n[0] += 1
+            prev[0] = q[0]
+            prev[1] = q[1]
+            prev[2] = q[2]
+            have = True
+    mdb_cursor_close(st.cur)
+    return rc

@@ -1,0 +1,12 @@
+"""Type stubs of the store core's byte layout (ext/lakebench/_codec.pyx)."""
+
+FORMAT_VERSION: int
+DB_NAMES: tuple[str, ...]
+INDEX_ORDER: dict[str, str]
+KIND_IRI: bytes
+KIND_BLANK: bytes
+KIND_LITERAL: bytes
+KIND_LANG_LITERAL: bytes
+KIND_TYPED_LITERAL: bytes
+
+def hash_term(term: bytes) -> int: ...

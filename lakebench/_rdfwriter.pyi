@@ -1,0 +1,3 @@
+"""Type stubs of the store core's N-Triples / Turtle writer (ext/lakebench/_rdfwriter.pyx)."""
+
+def render_ntriples_term(term: bytes) -> bytes: ...

@@ -91,7 +91,9 @@ CORPUS = [
     case("rdf-xml", "PUT", VICTIM, 415, "<rdf:RDF/>", {"Content-Type": "application/rdf+xml"}),
     case("text-plain", "PUT", VICTIM, 415, '<> <http://e/p> "x" .', {"Content-Type": "text/plain"}),
     case("no-content-type", "PUT", VICTIM, 415, '<> <http://e/p> "x" .', {"Content-Type": ""}),
-    case("post-image-png", "POST", "/bad", 415, b"\x89PNG\r\n", {"Content-Type": "image/png"}),
+    case("post-png-as-rdf-source", "POST", "/bad", 415, b"\x89PNG\r\n",
+         {"Content-Type": "image/png", "Link": f'<{LDP}RDFSource>; rel="type"'}),
+    case("put-png-onto-rdf-source", "PUT", VICTIM, 415, b"\x89PNG\r\n", {"Content-Type": "image/png"}),
     # Bodies: 413 over the limit, 400 when broken.
     # Over the limit, the client sends 64 KiB and waits: the 413 comes at once, from the
     # declared length or from reading one byte past the limit of a chunked body.
@@ -125,9 +127,11 @@ CORPUS = [
     # Server-managed triples: 409.
     case("write-ldp-contains", "PUT", VICTIM, 409, LDP_PREFIX + "<> ldp:contains <x> .", TTL),
     case("write-basic-container-type", "PUT", VICTIM, 409, LDP_PREFIX + "<> a ldp:BasicContainer .", TTL),
-    case("create-with-container-type", "PUT", "/bad/new", 409, LDP_PREFIX + "<> a ldp:Container .", TTL),
+    case("create-source-with-container-type", "PUT", "/bad/new", 409, LDP_PREFIX + "<> a ldp:Container .",
+         AS_SOURCE),
     case("post-with-ldp-contains", "POST", "/bad", 409, LDP_PREFIX + "<> ldp:contains <x> .", TTL),
-    case("jsonld-rdfsource-type", "PUT", VICTIM, 409, f'{{"@id": "", "@type": "{LDP}RDFSource"}}', JSONLD),
+    case("jsonld-non-rdf-source-type", "PUT", VICTIM, 409, f'{{"@id": "", "@type": "{LDP}NonRDFSource"}}',
+         JSONLD),
     # Conditional requests: 412.
     case("if-match-stale", "PUT", VICTIM, 412, '<> <http://e/p> "x" .', {**TTL, "If-Match": '"stale"'}),
     case("if-none-match-star-existing", "PUT", VICTIM, 412, '<> <http://e/p> "x" .',
@@ -143,7 +147,7 @@ CORPUS = [
     # The root, unknown paths and methods, negotiation.
     case("put-root", "PUT", "/", 405, "", TTL),
     case("delete-root", "DELETE", "/", 405),
-    case("patch", "PATCH", VICTIM, 405, "", TTL),
+    case("patch-with-turtle", "PATCH", VICTIM, 415, "", TTL),
     case("unknown-method", "FOO", "/", 405),
     case("lowercase-method", "get", "/", 400, raw=b"get / HTTP/1.1\r\nHost: x\r\n\r\n"),
     case("get-missing", "GET", "/nope", 404),

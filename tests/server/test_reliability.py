@@ -30,7 +30,14 @@ NT = {"Content-Type": "application/n-triples"}
 JSONLD = {"Content-Type": "application/ld+json"}
 AS_SOURCE = {**TTL, "Link": f'<{LDP}RDFSource>; rel="type"'}
 MAX_BODY = 256 * 1024
+MAX_BINARY = 1024 * 1024
 VICTIM = "/bad/victim"
+BLOB = "/bin/blob"  # a binary
+BLOB_BYTES = bytes(range(256)) * 40
+PNG = {"Content-Type": "image/png"}
+SPARQL = {"Content-Type": "application/sparql-update"}
+PREMIS = "http://www.loc.gov/premis/rdf/v1#"
+DIGEST_OF_NOTHING = "sha-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
 LDP_PREFIX = f"@prefix ldp: <{LDP}> .\n"
 
 
@@ -50,9 +57,9 @@ def case(name, method, path, status, body=None, headers=None, raw=None, shutdown
     return pytest.param(method, path, status, body, headers, raw, shutdown, id=name)
 
 
-def raw_put(path: str, headers: str, body: bytes = b"") -> bytes:
+def raw_put(path: str, headers: str, body: bytes = b"", content_type: str = "text/turtle") -> bytes:
     """A PUT request's bytes, verbatim (the body may be less than announced)."""
-    return (f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/turtle\r\n{headers}\r\n".encode()
+    return (f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n{headers}\r\n".encode()
             + body)
 
 
@@ -154,6 +161,60 @@ CORPUS = [
     case("delete-missing", "DELETE", "/bad/nope", 404),
     case("options-missing", "OPTIONS", "/nope", 404),
     case("unacceptable", "GET", VICTIM, 406, None, {"Accept": "image/png"}),
+    # Interaction models: refused, never downgraded or changed.
+    case("direct-container", "PUT", "/bad/new", 409, "", {**TTL, "Link": f'<{LDP}DirectContainer>; rel="type"'}),
+    case("indirect-container-post", "POST", "/bad", 409, "",
+         {**TTL, "Link": f'<{LDP}IndirectContainer>; rel="type"'}),
+    case("two-models", "PUT", "/bad/new", 400, "", {**TTL, "Link": f'<{LDP}RDFSource>; rel="type", '
+                                                               f'<{LDP}NonRDFSource>; rel="type"'}),
+    case("source-to-binary", "PUT", VICTIM, 409, "x", {"Content-Type": "text/plain",
+                                                        "Link": f'<{LDP}NonRDFSource>; rel="type"'}),
+    case("source-to-container", "PUT", VICTIM, 409, "", {**TTL, "Link": f'<{LDP}BasicContainer>; rel="type"'}),
+    case("binary-to-source", "PUT", BLOB, 409, "", AS_SOURCE),
+    case("reserved-segment", "PUT", "/bad/fcr:x", 409, "", TTL),
+    case("put-under-binary", "PUT", BLOB + "/child", 409, "", TTL),
+    case("post-to-binary", "POST", BLOB, 405, "", TTL),
+    case("managed-about-another", "PUT", VICTIM, 409, LDP_PREFIX + "<../bad> ldp:contains <x> .", TTL),
+    case("put-constraints", "PUT", "/fcr:constraints", 405, "", TTL),
+    # Binaries: digests, ranges, limits, descriptions.
+    case("digest-mismatch", "PUT", BLOB, 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
+    case("digest-mismatch-new", "PUT", "/bin/new", 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
+    case("digest-mismatch-post", "POST", "/bin", 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
+    case("digest-unknown-algorithm", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "crc32=AAAAAA=="}),
+    case("digest-malformed-base64", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256=!!!"}),
+    case("digest-wrong-length", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256=AAAA"}),
+    case("digest-without-value", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256"}),
+    case("range-past-the-end", "GET", BLOB, 416, None, {"Range": f"bytes={len(BLOB_BYTES)}-"}),
+    case("range-suffix-zero", "GET", BLOB, 416, None, {"Range": "bytes=-0"}),
+    case("binary-over-limit", "PUT", BLOB, 413, raw=raw_put(
+        BLOB, f"Content-Length: {MAX_BINARY + 1}\r\n", b"#" * 65536, content_type="image/png")),
+    case("binary-chunked-over-limit", "PUT", BLOB, 413, raw=raw_put(
+        BLOB, "Transfer-Encoding: chunked\r\n", chunks_of(b"#" * (MAX_BINARY + 8192)), content_type="image/png")),
+    case("binary-truncated", "PUT", BLOB, 400, raw=raw_put(
+        BLOB, "Content-Length: 100000\r\n", b"#" * 5000, content_type="image/png"), shutdown=True),
+    case("binary-truncated-new", "PUT", "/bin/new", 400, raw=raw_put(
+        "/bin/new", "Content-Length: 100000\r\n", b"#" * 5000, content_type="image/png"), shutdown=True),
+    case("binary-if-match-stale", "PUT", BLOB, 412, b"x", {**PNG, "If-Match": '"stale"'}),
+    case("description-of-rdf-source", "GET", VICTIM + "/fcr:metadata", 404),
+    case("description-changes-size", "PUT", BLOB + "/fcr:metadata", 409,
+         f'<> <{PREMIS}hasSize> "1"^^<http://www.w3.org/2001/XMLSchema#long> .', TTL),
+    case("description-malformed", "PUT", BLOB + "/fcr:metadata", 400, "<> <http://e/p> .", TTL),
+    case("delete-description", "DELETE", BLOB + "/fcr:metadata", 405),
+    case("tombstone-of-a-live-resource", "DELETE", VICTIM + "/fcr:tombstone", 404),
+    # PATCH: SPARQL Update only, well formed, on the resource's own triples.
+    case("patch-malformed", "PATCH", VICTIM, 400, "INSERT DATA { <> <http://e/p> ", SPARQL),
+    case("patch-not-utf8", "PATCH", VICTIM, 400, b'INSERT DATA { <> <http://e/p> "\xff" }', SPARQL),
+    case("patch-load", "PATCH", VICTIM, 400, "LOAD <http://127.0.0.1:9/x>", SPARQL),
+    case("patch-drop", "PATCH", VICTIM, 400, "DROP ALL", SPARQL),
+    case("patch-named-graph", "PATCH", VICTIM, 400, 'INSERT DATA { GRAPH <http://e/g> { <> <http://e/p> "x" } }',
+         SPARQL),
+    case("patch-server-managed", "PATCH", VICTIM, 409, f"INSERT DATA {{ <> <{LDP}contains> <x> }}", SPARQL),
+    case("patch-delete-types", "PATCH", VICTIM, 409, "DELETE WHERE { <> ?p ?o }", SPARQL),
+    case("patch-if-match-stale", "PATCH", VICTIM, 412, 'INSERT DATA { <> <http://e/p> "x" }',
+         {**SPARQL, "If-Match": '"stale"'}),
+    case("patch-binary", "PATCH", BLOB, 405, 'INSERT DATA { <> <http://e/p> "x" }', SPARQL),
+    case("patch-missing", "PATCH", "/bad/nope", 404, 'INSERT DATA { <> <http://e/p> "x" }', SPARQL),
+    case("patch-over-limit", "PATCH", VICTIM, 413, "#" * (MAX_BODY + 1), SPARQL),
 ]
 
 
@@ -161,26 +222,37 @@ CORPUS = [
 def corpus_server(tmp_path_factory):
     pytest.importorskip("gunicorn")
     tmp = tmp_path_factory.mktemp("corpus")
-    server = Server(tmp / "data", tmp / "serve.log", "--max-body", str(MAX_BODY)).start()
+    server = Server(tmp / "data", tmp / "serve.log", "--max-body", str(MAX_BODY),
+                    "--max-binary", str(MAX_BINARY)).start()
     w = Workload(children=1, seed=1, parent="bad", base=server.base)
     assert server.request("PUT", "/bad", "", TTL).status == 201
     assert server.request("PUT", VICTIM, w.child(0).turtle, AS_SOURCE).status == 201
     original = user_triples(get_nt(server, VICTIM).body)
     assert len(original) == 200
     server.victim = original
+    assert server.request("PUT", "/bin", "", TTL).status == 201
+    assert server.request("PUT", BLOB, BLOB_BYTES, PNG).status == 201
+    server.blob_etag = server.request("HEAD", BLOB).header("ETag")
+    server.blob_description = server.request("GET", BLOB + "/fcr:metadata").body
     yield server
     if server.running:
         server.stop()
 
 
 def assert_intact(server):
-    """Healthy, and exactly what the setup wrote: the root holds /bad, /bad holds the victim."""
+    """Healthy, and exactly what the setup wrote: the root holds /bad and /bin, /bad holds
+    the victim, /bin the binary (same bytes, same ETag, same description), no stray file."""
     assert server.running, server.log()
     assert server.request("GET", "/").status == 200
-    assert contained(server, "/") == [server.base + "bad"]
+    assert sorted(contained(server, "/")) == [server.base + "bad", server.base + "bin"]
     assert contained(server, "/bad") == [server.base + "bad/victim"]
     assert user_triples(get_nt(server, VICTIM).body) == server.victim
     assert user_triples(get_nt(server, "/bad").body) == set()
+    assert contained(server, "/bin") == [server.base + "bin/blob"]
+    blob = server.request("GET", BLOB)
+    assert blob.body == BLOB_BYTES and blob.header("ETag") == server.blob_etag
+    assert server.request("GET", BLOB + "/fcr:metadata").body == server.blob_description
+    assert len(list((server.data / "binaries").iterdir())) == 1
 
 
 def test_corpus_is_large_enough():
@@ -195,8 +267,10 @@ def test_bad_request(corpus_server, method, path, status, body, headers, raw, sh
     else:
         resp = corpus_server.request(method, path, body, headers)
     assert resp.status == status, resp.body[:500]
-    if resp.status in (400, 409, 412, 413, 415) and raw is None:
+    if resp.status in (400, 405, 409, 410, 412, 413, 415, 416) and raw is None:
         assert resp.body.strip(), "an error says why"
+        assert len(resp.body.strip().splitlines()) == 1, "in one line"
+        assert f'rel="{LDP}constrainedBy"' in resp.header("Link"), "and links to the constraints"
     if path == VICTIM and status == 400 and raw is None and method == "PUT":
         assert b"malformed" in resp.body or b"unsupported" in resp.body, resp.body
     assert_intact(corpus_server)

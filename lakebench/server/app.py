@@ -22,6 +22,7 @@ from lakebench.server.binaries import (
 )
 from lakebench.server.errors import RepositoryError
 from lakebench.server.headers import (
+    NOT_A_CONTAINER,
     SERIALIZERS,
     byte_range,
     disposition_filename,
@@ -258,11 +259,11 @@ class LdpApplication:
             etag = self.repository.put_description(uri, body, media_type,
                                                    if_match=environ.get("HTTP_IF_MATCH"),
                                                    if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
-            return 204, [("ETag", f'"{etag}"')], b""
+            return 204, [("ETag", f'"{etag}"'), ("Link", _description_links(uri))], b""
         if method == "PATCH":
-            etag = self.repository.patch(uri, self._update(environ), description=True,
+            info = self.repository.patch(uri, self._update(environ), description=True,
                                          if_match=environ.get("HTTP_IF_MATCH"))
-            return 204, [("ETag", f'"{etag}"')], b""
+            return 204, [("ETag", f'"{info.etag}"'), ("Link", _description_links(uri))], b""
         info = self.repository.description_info(uri)
         if info is None:
             raise self._description_missing(uri)
@@ -352,6 +353,11 @@ class LdpApplication:
         """The interaction model of a write: the resource's own, else the one asked
         for (Link rel="type"), else a binary for a non-RDF body, else a container."""
         requested = requested_model(environ.get("HTTP_LINK", ""))
+        content_type = _bare(environ.get("CONTENT_TYPE", ""))
+        if requested == NOT_A_CONTAINER:
+            if existing is not None:
+                return existing.kind  # every resource is an ldp:Resource: no change asked
+            return BINARY if content_type and content_type not in PARSERS else RDF_SOURCE
         if existing is not None:
             if requested not in (None, existing.kind) and not (requested == RDF_SOURCE and existing.container):
                 raise RepositoryError(409, f"<{existing.uri}> is an {_MODEL_NAMES[existing.kind]}: its "
@@ -359,7 +365,6 @@ class LdpApplication:
             return existing.kind
         if requested is not None:
             return requested
-        content_type = _bare(environ.get("CONTENT_TYPE", ""))
         return BINARY if content_type and content_type not in PARSERS else CONTAINER
 
     # -- writing ---------------------------------------------------------
@@ -386,11 +391,9 @@ class LdpApplication:
             media_type = self._media_type(environ, body)
             created, etag = self.repository.put(uri, body, media_type, model=model, if_match=if_match,
                                                 if_none_match=if_none_match)
-        headers = [("ETag", f'"{etag}"')]
+        headers = [("ETag", f'"{etag}"'), ("Link", _links(model, uri))]
         if created:
             headers += [("Location", uri), ("Content-Type", "text/plain")]
-            if model == BINARY:
-                headers.append(("Link", _describedby(uri)))
             return 201, headers, (uri + "\n").encode()
         return 204, headers, b""
 
@@ -425,9 +428,10 @@ class LdpApplication:
             location, etag = self._create_first(
                 prefix, names, lambda target: self.repository.put(target, body, media_type, model=model,
                                                                   if_none_match="*"))
-        headers = [("Location", location), ("ETag", f'"{etag}"'), ("Content-Type", "text/plain")]
-        if model == BINARY:
-            headers.append(("Link", _describedby(location)))
+        # The container's types (the request URI's), and the new binary's description.
+        links = _links(CONTAINER, uri) + (", " + _describedby(location) if model == BINARY else "")
+        headers = [("Location", location), ("ETag", f'"{etag}"'), ("Link", links),
+                   ("Content-Type", "text/plain")]
         return 201, headers, (location + "\n").encode()
 
     @staticmethod
@@ -447,8 +451,8 @@ class LdpApplication:
         if uri == self.repository.base_url:
             raise RepositoryError(405, "the root container cannot be changed", allow=ROOT_ALLOW)
         update = self._update(environ)
-        etag = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
-        return 204, [("ETag", f'"{etag}"')], b""
+        info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
+        return 204, [("ETag", f'"{info.etag}"'), ("Link", _links(info.kind, uri))], b""
 
 
 class _Binary:
@@ -516,19 +520,22 @@ def _allow(info, base_url: str) -> str:
 
 
 def _describedby(uri: str) -> str:
-    return f'<{uri}/{METADATA_SEGMENT}>; rel="describedby"'
+    # anchor: the link is about the binary, also when the request went to its container (POST).
+    return f'<{uri}/{METADATA_SEGMENT}>; rel="describedby"; anchor="{uri}"'
 
 
 def _type_links(kind: str) -> list[str]:
     return [f'<{t}>; rel="type"' for t in MODEL_TYPES[kind]]
 
 
+def _links(kind: str, uri: str) -> str:
+    """The Link header of a resource: its LDP types (LDP 4.2.1.4), a binary's description."""
+    return ", ".join(_type_links(kind) + ([_describedby(uri)] if kind == BINARY else []))
+
+
 def _resource_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
-    links = _type_links(info.kind)
-    if info.binary:
-        links.append(_describedby(info.uri))
     allow = _allow(info, base_url)
-    headers = [("Link", ", ".join(links)), ("Allow", allow)]
+    headers = [("Link", _links(info.kind, info.uri)), ("Allow", allow)]
     if etag:
         headers.insert(0, ("ETag", f'"{info.etag}"'))
     if info.container:
@@ -538,9 +545,13 @@ def _resource_headers(info, base_url: str, etag: bool = True) -> list[tuple[str,
     return headers
 
 
+def _description_links(uri: str) -> str:
+    return ", ".join(_type_links(RDF_SOURCE) + [f'<{uri}>; rel="describes"'])
+
+
 def _description_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
-    links = _type_links(RDF_SOURCE) + [f'<{info.uri}>; rel="describes"']
-    headers = [("Link", ", ".join(links)), ("Allow", DESCRIPTION_ALLOW), ("Accept-Patch", SPARQL_UPDATE)]
+    headers = [("Link", _description_links(info.uri)), ("Allow", DESCRIPTION_ALLOW),
+               ("Accept-Patch", SPARQL_UPDATE)]
     if etag:
         headers.insert(0, ("ETag", f'"{info.etag}"'))
     return headers

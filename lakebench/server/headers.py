@@ -21,6 +21,9 @@ _MODELS = {
     LDP + "NonRDFSource": BINARY,
 }
 _UNSUPPORTED_MODELS = (LDP + "DirectContainer", LDP + "IndirectContainer")
+#: ``ldp:Resource`` alone: a resource that is not a container (LDP 5.2.3.4), an RDF
+#: source or a binary by its Content-Type.
+NOT_A_CONTAINER = "resource"
 _LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,"=]+(?:="[^"]*"|=[^;,]*)?)*)')
 _REL = re.compile(r'rel\s*=\s*(?:"([^"]*)"|([^;,\s]+))', re.I)
 
@@ -108,15 +111,21 @@ def requested_model(header: str) -> str | None:
     >>> requested_model('<http://www.w3.org/ns/ldp#Resource>; rel="type", '
     ...                 '<http://www.w3.org/ns/ldp#RDFSource>; rel="type"')
     'rdfsource'
-    >>> requested_model('<http://www.w3.org/ns/ldp#Resource>; rel="type"') is None
+    >>> requested_model('<http://www.w3.org/ns/ldp#Resource>; rel="type"')
+    'resource'
+    >>> requested_model('<http://example.org/Other>; rel="type"') is None
     True
     """
     models = set()
+    resource = False
     for target in link_types(header):
         if target in _UNSUPPORTED_MODELS:
             raise RepositoryError(409, f"interaction model <{target}> is not implemented by this server")
         if target in _MODELS:
             models.add(_MODELS[target])
+        resource = resource or target == LDP + "Resource"
+    if resource and not models:
+        return NOT_A_CONTAINER
     if CONTAINER in models and RDF_SOURCE in models:  # a container is an RDF source too
         models.discard(RDF_SOURCE)
     if len(models) > 1:

@@ -391,8 +391,8 @@ class Repository:
         return self._write(op)
 
     def patch(self, uri: str, update: str, *, description: bool = False,
-              if_match: str | None = None) -> str:
-        """Apply a SPARQL Update to the resource's own triples; the new ETag.
+              if_match: str | None = None) -> ResourceInfo:
+        """Apply a SPARQL Update to the resource's own triples; the resource (new ETag).
 
         The update runs on a copy in memory, outside any store transaction;
         the difference is then applied in one write, provided the resource
@@ -417,7 +417,7 @@ class Repository:
             etag = self._write(lambda txn: self._apply_patch(txn, uri, info, description, removals,
                                                              added_body.ntriples))
             if etag is not None:
-                return etag
+                return ResourceInfo(uri=uri, kind=info.kind, etag=etag)
         if info is not None and info.binary and not description:
             raise RepositoryError(405, f"<{uri}> is a binary: PATCH its description instead",
                                   allow=BINARY_ALLOW)

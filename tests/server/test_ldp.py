@@ -223,3 +223,34 @@ def test_options_headers_by_kind(server):
                     t.strip() for t in accept_post.split(",")}
     r = server.request("PATCH", "/opts/bin", "INSERT DATA {}", {"Content-Type": "application/sparql-update"})
     assert r.status == 405 and r.header("Allow") == expected["/opts/bin"][0]
+
+
+def test_ldp_resource_alone_asks_for_a_resource_that_is_not_a_container(server):
+    """LDP 5.2.3.4: Link ldp:Resource is honoured: handled as an LDPR, not a container."""
+    server.request("PUT", "/res", "", TTL)
+    resource = type_link("Resource")
+    r = server.request("POST", "/res", '<> <http://e/p> "x" .', {**TTL, "Link": resource, "Slug": "rdf"})
+    assert r.status == 201
+    link = server.request("HEAD", "/res/rdf").header("Link")
+    assert type_link("RDFSource") in link and "Container" not in link
+    r = server.request("POST", "/res", b"\x89PNG", {"Content-Type": "image/png", "Link": resource, "Slug": "png"})
+    assert type_link("NonRDFSource") in server.request("HEAD", "/res/png").header("Link")
+    # On an existing resource it asks for no change.
+    assert server.request("PUT", "/res", "", {**TTL, "Link": resource}).status == 204
+    assert type_link("BasicContainer") in server.request("HEAD", "/res").header("Link")
+
+
+def test_successful_writes_carry_the_type_links(server):
+    """LDP 4.2.1.4 / 5.2.1.4: the LDP type links on all responses, writes included."""
+    r = server.request("PUT", "/wl", "", TTL)
+    assert r.status == 201 and type_link("BasicContainer") in r.header("Link")
+    r = server.request("PUT", "/wl", "", TTL)
+    assert r.status == 204 and type_link("BasicContainer") in r.header("Link")
+    r = server.request("POST", "/wl", b"bytes", {"Content-Type": "application/octet-stream", "Slug": "b"})
+    assert r.status == 201 and type_link("BasicContainer") in r.header("Link")  # the container's
+    # LDP 5.2.3.12: the new binary's description, anchored at the binary (not the request URI).
+    assert (f'<{server.base}wl/b/fcr:metadata>; rel="describedby"; anchor="{server.base}wl/b"'
+            in r.header("Link"))
+    r = server.request("PATCH", "/wl", 'INSERT DATA { <> <http://e/p> "x" }',
+                       {"Content-Type": "application/sparql-update"})
+    assert r.status == 204 and type_link("BasicContainer") in r.header("Link")

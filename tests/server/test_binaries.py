@@ -244,3 +244,16 @@ def test_sigkill_during_uploads_never_leaves_a_partial_binary(serve, tmp_path):
     assert not [p for p in (data / "binaries").iterdir() if p.name.startswith(".tmp")]
     assert server.stop() == 0
     assert check_store(data) == []
+
+
+def test_temporary_files_of_interrupted_uploads_are_swept_at_start(serve, tmp_path):
+    from .conftest import free_port
+
+    data, port = tmp_path / "sweep", free_port()  # same port: same IRIs
+    server = serve(data=data, port=port)
+    server.request("PUT", "/kept", b"kept", PNG)
+    assert server.stop() == 0
+    (data / "binaries" / ".tmp-interrupted").write_bytes(b"half an upl")
+    server = serve(data=data, port=port)
+    assert [p.read_bytes() for p in (data / "binaries").iterdir()] == [b"kept"]
+    assert server.request("GET", "/kept").body == b"kept"

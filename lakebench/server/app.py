@@ -103,7 +103,8 @@ class LdpApplication:
         try:
             status, headers, body = self.handle(environ)
         except RepositoryError as exc:
-            status, headers, body = self._error(exc.status, exc.message, exc.allow, exc.headers)
+            status, headers, body = self._error(exc.status, exc.message, exc.allow,
+                                                exc.headers + self._refused_resource_links(environ, exc))
         except Exception:  # a bug, not the client's fault: log it, answer 500
             log.exception("error handling %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
             status, headers, body = self._error(500, "internal server error")
@@ -115,17 +116,29 @@ class LdpApplication:
         return [body] if isinstance(body, bytes) else body
 
     def _error(self, status: int, message: str, allow: str | None = None, extra=()):
-        headers = [("Content-Type", "text/plain; charset=utf-8"), *extra]
+        links = [value for name, value in extra if name == "Link"]
+        headers = [("Content-Type", "text/plain; charset=utf-8"), *(h for h in extra if h[0] != "Link")]
         if status == 405:
             headers.append(("Allow", allow or ALLOW))
         if 400 <= status < 500:  # LDP 4.2.1.6: every refusal says where the constraints are
-            headers.append(constraints.link(self.repository.base_url))
+            links.append(constraints.link(self.repository.base_url)[1])
+        if links:  # one Link header: some clients read only the first
+            headers.append(("Link", ", ".join(links)))
         return status, headers, (message + "\n").encode("utf-8")
+
+    def _refused_resource_links(self, environ, exc: RepositoryError) -> list[tuple[str, str]]:
+        """The type links of an existing resource a request to it was refused
+        (LDP 4.2.1.4: on all responses); a lookup, on refusals only."""
+        target = environ.get("lakebench.target")
+        if not 400 <= exc.status < 500 or exc.status in (404, 410) or target is None or target[1]:
+            return []
+        info = self.repository.info(target[0])
+        return [("Link", _links(info.kind, info.uri))] if info is not None else []
 
     # -- dispatch --------------------------------------------------------
     def handle(self, environ):
         method = environ["REQUEST_METHOD"]
-        uri, special = self._target(environ)
+        uri, special = environ["lakebench.target"] = self._target(environ)
         if special == CONSTRAINTS_SEGMENT:
             return self.constraints(method)
         if special == TOMBSTONE_SEGMENT:

@@ -28,7 +28,7 @@ def assert_constrained(server, response):
     """A refusal that links to the constraints document, which the server serves."""
     link = response.header("Link") or ""
     assert CONSTRAINED_BY in link, (response.status, link)
-    url = link.split(">")[0].lstrip("<")
+    url = next(part.split(">")[0].strip().lstrip("<") for part in link.split(",") if CONSTRAINED_BY in part)
     doc = server.request("GET", url[len(server.base) - 1:])
     assert doc.status == 200 and doc.header("Content-Type").startswith("text/plain")
     assert b"DirectContainer" in doc.body and b"server-managed" in doc.body.lower()
@@ -254,3 +254,13 @@ def test_successful_writes_carry_the_type_links(server):
     r = server.request("PATCH", "/wl", 'INSERT DATA { <> <http://e/p> "x" }',
                        {"Content-Type": "application/sparql-update"})
     assert r.status == 204 and type_link("BasicContainer") in r.header("Link")
+
+
+def test_refusals_of_an_existing_resource_carry_its_type_links(server):
+    server.request("PUT", "/refused", "", TTL)
+    for method, body, headers in (("PUT", "<> <http://e/p> .", TTL), ("PUT", "", {**TTL, "If-Match": '"x"'}),
+                                  ("FOO", None, {}), ("GET", None, {"Accept": "image/png"})):
+        r = server.request(method, "/refused", body, headers)
+        assert 400 <= r.status < 500
+        link = r.header("Link")
+        assert type_link("BasicContainer") in link and CONSTRAINED_BY in link, (method, link)

@@ -6,6 +6,7 @@ else is a 500 and is logged.
 """
 from __future__ import annotations
 
+import io
 import logging
 import re
 import uuid
@@ -40,6 +41,7 @@ from lakebench.server.repository import (
     ROOT_ALLOW,
     SOURCE_ALLOW,
     TOMBSTONE_ALLOW,
+    IsBinary,
     Repository,
     etag_matches,
     gone,
@@ -356,11 +358,16 @@ class LdpApplication:
 
     def _receive(self, environ):
         """Stream a binary body into a file (digests checked); the upload."""
-        expected = parse_digest(environ.get("HTTP_DIGEST"))
-        media_type = environ.get("CONTENT_TYPE", "").strip() or "application/octet-stream"
-        filename = disposition_filename(environ.get("HTTP_CONTENT_DISPOSITION"))
+        properties = self._binary_properties(environ)  # a bad Digest header: 400 before reading
         return self.repository.binaries.receive(environ["wsgi.input"], self._length(environ),
-                                                self.max_binary, media_type, filename, expected)
+                                                self.max_binary, *properties)
+
+    @staticmethod
+    def _binary_properties(environ):
+        """(media type, file name, expected digests) of a binary upload."""
+        return (environ.get("CONTENT_TYPE", "").strip() or "application/octet-stream",
+                disposition_filename(environ.get("HTTP_CONTENT_DISPOSITION")),
+                parse_digest(environ.get("HTTP_DIGEST")))
 
     def _model(self, environ, existing) -> str:
         """The interaction model of a write: the resource's own, else the one asked
@@ -384,31 +391,42 @@ class LdpApplication:
     def put(self, environ, uri):
         if uri == self.repository.base_url:
             raise RepositoryError(405, "the root container cannot be replaced", allow=ROOT_ALLOW)
+        _check_name(uri.rsplit("/", 1)[1])
+        requested = requested_model(environ.get("HTTP_LINK", ""))
+        content_type = _bare(environ.get("CONTENT_TYPE", ""))
+        if requested is None and (not content_type or content_type in PARSERS):
+            # The common case, an RDF body and no Link type, needs no lookup first.
+            return self._put_rdf(environ, uri, None)
         existing = self.repository.info(uri)
-        if existing is None:
-            _check_name(uri.rsplit("/", 1)[1])
         model = self._model(environ, existing)
-        if_match, if_none_match = environ.get("HTTP_IF_MATCH"), environ.get("HTTP_IF_NONE_MATCH")
         if model == BINARY:
+            return self._put_binary(environ, uri, existing, self._receive(environ))
+        return self._put_rdf(environ, uri, model)
+
+    def _put_rdf(self, environ, uri, model):
+        body = self._body(environ)
+        media_type = self._media_type(environ, body)
+        try:
+            created, info = self.repository.put_rdf(uri, body, media_type, model=model,
+                                                    if_match=environ.get("HTTP_IF_MATCH"),
+                                                    if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+        except IsBinary:  # a binary keeps its model: the body is its new bytes
+            upload = self.repository.binaries.receive(io.BytesIO(body), len(body), self.max_binary,
+                                                      *self._binary_properties(environ))
+            return self._put_binary(environ, uri, self.repository.info(uri), upload)
+        return _written(created, info.kind, uri, info.etag)
+
+    def _put_binary(self, environ, uri, existing, upload):
+        try:
             if existing is None and self.repository.tombstone(uri) is not None:
-                raise self._missing(uri)  # before streaming a body that cannot be kept
-            upload = self._receive(environ)
-            try:
-                created, etag = self.repository.put_binary(uri, upload, model_requested=BINARY,
-                                                           if_match=if_match, if_none_match=if_none_match)
-            except BaseException:
-                upload.discard()
-                raise
-        else:
-            body = self._body(environ)
-            media_type = self._media_type(environ, body)
-            created, etag = self.repository.put(uri, body, media_type, model=model, if_match=if_match,
-                                                if_none_match=if_none_match)
-        headers = [("ETag", f'"{etag}"'), ("Link", _links(model, uri))]
-        if created:
-            headers += [("Location", uri), ("Content-Type", "text/plain")]
-            return 201, headers, (uri + "\n").encode()
-        return 204, headers, b""
+                raise self._missing(uri)
+            created, etag = self.repository.put_binary(uri, upload, model_requested=BINARY,
+                                                       if_match=environ.get("HTTP_IF_MATCH"),
+                                                       if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+        except BaseException:
+            upload.discard()
+            raise
+        return _written(created, BINARY, uri, etag)
 
     def post(self, environ, uri):
         info = self.repository.info(uri)
@@ -466,6 +484,15 @@ class LdpApplication:
         update = self._update(environ)
         info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
         return 204, [("ETag", f'"{info.etag}"'), ("Link", _links(info.kind, uri))], b""
+
+
+def _written(created: bool, kind: str, uri: str, etag: str):
+    """The answer to a PUT: 201 with Location, or 204; the new ETag and the type links."""
+    headers = [("ETag", f'"{etag}"'), ("Link", _links(kind, uri))]
+    if created:
+        headers += [("Location", uri), ("Content-Type", "text/plain")]
+        return 201, headers, (uri + "\n").encode()
+    return 204, headers, b""
 
 
 class _Binary:

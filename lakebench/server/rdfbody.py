@@ -37,7 +37,7 @@ PARSERS = {
 # most bodies hold none, and are then handed to the store as they are.
 _LDP_MARK = f"<{LDP}".encode()
 _DESCRIPTION_MARKS = tuple(f"<{ns}".encode() for ns in (PREMIS, EBUCORE, FEDORA))
-_RDF12_MARKS = (b"<<", b"--ltr", b"--rtl")
+_RDF12_MARKS = (b"<<(", b"--ltr", b"--rtl")  # how pyoxigraph writes triple terms and directions
 _XSD_STRING = XSD + "string"
 
 
@@ -87,11 +87,19 @@ def parse_body(body: bytes, media_type: str, subject: str, *, description: bool 
     resource they are refused at once (409).
     """
     ntriples = to_ntriples(body, media_type, subject)
-    marks = _RDF12_MARKS + (_LDP_MARK,) + (_DESCRIPTION_MARKS if description else ())
-    if not any(mark in ntriples for mark in marks):
+    # Each search costs about 10 us per 20 KB: only the LDP namespace's here.
+    if _LDP_MARK not in ntriples and not (description and any(m in ntriples for m in _DESCRIPTION_MARKS)):
         return Body(ntriples)
     return split_managed(ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES), subject, description,
                          media_type)
+
+
+def refuse_rdf12_in(ntriples: bytes, media_type: str = "RDF") -> None:
+    """400 for RDF 1.2 terms the store would refuse, checked before a write removes anything
+    (a new resource needs no check: the store refuses them before writing)."""
+    if any(mark in ntriples for mark in _RDF12_MARKS):
+        for triple in ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES):
+            refuse_rdf12(triple, media_type)
 
 
 def split_managed(triples, subject: str, description: bool, media_type: str = "RDF") -> Body:

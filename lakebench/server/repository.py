@@ -33,7 +33,7 @@ import pyoxigraph as ox
 from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError
-from lakebench.server.rdfbody import PARSERS, Body, parse_body, split_managed
+from lakebench.server.rdfbody import PARSERS, Body, parse_body, refuse_rdf12_in, split_managed
 from lakebench.server.vocabulary import (
     BINARY,
     BINARY_FILE,
@@ -342,9 +342,22 @@ class Repository:
         ``container``, when created, and unchanged when replaced).  The
         parent container (the IRI one segment up) must exist.
         """
+        created, info = self.put_rdf(uri, body, media_type, model=model,
+                                     default=CONTAINER if container else RDF_SOURCE,
+                                     if_match=if_match, if_none_match=if_none_match)
+        return created, info.etag
+
+    def put_rdf(self, uri: str, body: bytes, media_type: str, *, model: str | None = None,
+                default: str = CONTAINER, if_match: str | None = None,
+                if_none_match: str | None = None) -> tuple[bool, ResourceInfo]:
+        """:meth:`put`, returning (created, the resource as it now is).
+
+        Raises :class:`IsBinary` (before changing anything) when ``uri`` is a
+        binary and no model was asked for: the body is then its new bytes.
+        """
         parsed = parse_body(body, media_type, uri)
-        kind = model or (CONTAINER if container else RDF_SOURCE)
-        return self._write(lambda txn: self._put(txn, uri, parsed, kind, model, if_match, if_none_match))
+        return self._write(lambda txn: self._put(txn, uri, parsed, model or default, model, if_match,
+                                                 if_none_match))
 
     def _put(self, txn, uri, body: Body, kind, requested, if_match, if_none_match):
         info = self._info(txn, uri)
@@ -353,16 +366,20 @@ class Repository:
         if info is None:
             parent = self._check_creatable(txn, uri)
             self._check_managed(txn, uri, body.managed, creating=kind)
+            # The first change: a body the store refuses (RDF 1.2) changes nothing.
             self._ingest(txn, subject, body.ntriples)
-            return True, self._create(txn, uri, kind, parent)
+            return True, ResourceInfo(uri, kind, self._create(txn, uri, kind, parent))
+        if info.binary and requested is None:
+            raise IsBinary(uri)
         _check_model(info, requested)
         if info.binary:
             raise RepositoryError(409, f"<{uri}> is a binary: PUT its description to its "
                                        "describedby link")
         self._check_managed(txn, uri, body.managed)
+        refuse_rdf12_in(body.ntriples)  # before the old triples go
         txn.remove(None, None, None, subject)
         self._ingest(txn, subject, body.ntriples)
-        return False, self._touch(txn, uri)
+        return False, ResourceInfo(uri, info.kind, self._touch(txn, uri))
 
     def _ingest(self, txn, subject: bytes, ntriples: bytes) -> None:
         if not ntriples:
@@ -383,6 +400,7 @@ class Repository:
                 raise RepositoryError(404, f"<{uri}> is not a binary")
             _check_preconditions(info, if_match, if_none_match)
             self._check_managed(txn, uri, parsed.managed)
+            refuse_rdf12_in(parsed.ntriples)  # before the old triples go
             subject = iri(uri)
             txn.remove(None, None, None, subject)
             self._ingest(txn, subject, parsed.ntriples)
@@ -530,6 +548,13 @@ class Repository:
             txn.remove(iri(uri), None, None, self._tombstones)
 
         self._write(op)
+
+
+class IsBinary(RepositoryError):
+    """An RDF body sent to a binary without asking for a model: it is the binary's new bytes."""
+
+    def __init__(self, uri: str):
+        super().__init__(409, f"<{uri}> is a binary")
 
 
 class _Stream:

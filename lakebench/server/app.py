@@ -12,10 +12,9 @@ import re
 import uuid
 from urllib.parse import unquote
 
-from lakebench.server import constraints
+from lakebench.server import constraints, responses
 from lakebench.server.binaries import (
     DEFAULT_MAX_BINARY,
-    STORED_ALGORITHM,
     digest_value,
     file_digest,
     parse_digest,
@@ -33,16 +32,18 @@ from lakebench.server.headers import (
 )
 from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
 from lakebench.server.rdfbody import PARSERS, one_line
-from lakebench.server.repository import (
-    BINARY_ALLOW,
+from lakebench.server.responses import (
     CONSTRAINTS_ALLOW,
     CONTAINER_ALLOW,
     DESCRIPTION_ALLOW,
     ROOT_ALLOW,
-    SOURCE_ALLOW,
     TOMBSTONE_ALLOW,
+)
+from lakebench.server.repository import (
     IsBinary,
     Repository,
+    ResourceInfo,
+    check_model,
     etag_matches,
     gone,
 )
@@ -50,9 +51,7 @@ from lakebench.server.vocabulary import (
     BINARY,
     CONSTRAINTS_SEGMENT,
     CONTAINER,
-    LDP,
     METADATA_SEGMENT,
-    MODEL_TYPES,
     RDF_SOURCE,
     RESERVED_PREFIX,
     TOMBSTONE_SEGMENT,
@@ -62,21 +61,10 @@ log = logging.getLogger("lakebench.server")
 
 ALLOW = CONTAINER_ALLOW
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
-#: What a POST to a container takes: RDF, and anything else as a binary.
-ACCEPT_POST = ", ".join((*PARSERS, "*/*"))
-CHUNK = 1 << 16
 
 # One path segment: RFC 3986 pchar without percent-escapes (those are decoded
 # before we see the path, so an encoded '/' or '..' cannot sneak through).
 _SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
-_STATUS = {
-    200: "200 OK", 201: "201 Created", 204: "204 No Content", 206: "206 Partial Content",
-    304: "304 Not Modified", 400: "400 Bad Request", 404: "404 Not Found",
-    405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 410: "410 Gone",
-    411: "411 Length Required", 412: "412 Precondition Failed", 413: "413 Content Too Large",
-    415: "415 Unsupported Media Type", 416: "416 Range Not Satisfiable",
-    500: "500 Internal Server Error", 507: "507 Insufficient Storage",
-}
 
 
 class LdpApplication:
@@ -110,7 +98,7 @@ class LdpApplication:
         except Exception:  # a bug, not the client's fault: log it, answer 500
             log.exception("error handling %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
             status, headers, body = self._error(500, "internal server error")
-        start_response(_STATUS[status], headers)
+        start_response(responses.STATUS[status], headers)
         if environ["REQUEST_METHOD"] == "HEAD":
             if hasattr(body, "close"):
                 body.close()
@@ -135,7 +123,7 @@ class LdpApplication:
         if not 400 <= exc.status < 500 or exc.status in (404, 410) or target is None or target[1]:
             return []
         info = self.repository.info(target[0])
-        return [("Link", _links(info.kind, info.uri))] if info is not None else []
+        return [("Link", responses.links(info.kind, info.uri))] if info is not None else []
 
     # -- dispatch --------------------------------------------------------
     def handle(self, environ):
@@ -164,8 +152,8 @@ class LdpApplication:
         if info is None:
             raise self._missing(uri)
         if method == "OPTIONS":
-            return 204, _resource_headers(info, self.repository.base_url, etag=False), b""
-        raise RepositoryError(405, f"method {method} not allowed", allow=_allow(info, self.repository.base_url))
+            return 204, responses.resource_headers(info, self.repository.base_url, etag=False), b""
+        raise RepositoryError(405, f"method {method} not allowed", allow=responses.allow(info, self.repository.base_url))
 
     def _target(self, environ) -> tuple[str, str | None]:
         """(the resource's IRI, the reserved segment addressed under it, if any)."""
@@ -222,20 +210,20 @@ class LdpApplication:
             chunks.close()
             raise RepositoryError(406, f"cannot answer with {accept!r}; available: {', '.join(SERIALIZERS)}")
         return self._rdf_response(environ, info, chunks, media_type, applied,
-                                  _resource_headers(info, self.repository.base_url))
+                                  responses.resource_headers(info, self.repository.base_url))
 
     def _rdf_response(self, environ, info, chunks, media_type, applied, headers):
         inm = environ.get("HTTP_IF_NONE_MATCH")
         if inm is not None and etag_matches(info.etag, inm):
             chunks.close()
             return 304, headers, b""
-        headers = headers + [("Content-Type", _content_type(media_type)), ("Vary", "Accept, Prefer")]
+        headers = headers + [("Content-Type", responses.content_type(media_type)), ("Vary", "Accept, Prefer")]
         if applied:
             headers.append(("Preference-Applied", applied))
         return 200, headers, chunks
 
     def get_binary(self, environ, binary):
-        headers = _resource_headers(_Binary(binary.uri, binary.etag), self.repository.base_url)
+        headers = responses.resource_headers(ResourceInfo(binary.uri, BINARY, binary.etag), self.repository.base_url)
         inm = environ.get("HTTP_IF_NONE_MATCH")
         if inm is not None and etag_matches(binary.etag, inm):
             return 304, headers, b""
@@ -245,13 +233,13 @@ class LdpApplication:
             break
         headers += [("Content-Type", binary.media_type), ("Accept-Ranges", "bytes")]
         if binary.filename:
-            headers.append(("Content-Disposition", _disposition(binary.filename)))
+            headers.append(("Content-Disposition", responses.disposition(binary.filename)))
         first, last = byte_range(environ.get("HTTP_RANGE"), binary.size) or (0, binary.size - 1)
         partial = (first, last) != (0, binary.size - 1)
         headers.append(("Content-Length", str(last - first + 1)))
         if partial:
             headers.append(("Content-Range", f"bytes {first}-{last}/{binary.size}"))
-        body = _FileRange(binary.path, first, last + 1) if environ["REQUEST_METHOD"] != "HEAD" else b""
+        body = responses.FileRange(binary.path, first, last + 1) if environ["REQUEST_METHOD"] != "HEAD" else b""
         return (206 if partial else 200), headers, body
 
     def description(self, environ, method, uri):
@@ -267,23 +255,23 @@ class LdpApplication:
                 raise self._description_missing(uri)
             info, chunks = found
             return self._rdf_response(environ, info, chunks, media_type, None,
-                                      _description_headers(info, base))
+                                      responses.description_headers(info, base))
         if method == "PUT":
             body = self._body(environ)
             media_type = self._media_type(environ, body)
             etag = self.repository.put_description(uri, body, media_type,
                                                    if_match=environ.get("HTTP_IF_MATCH"),
                                                    if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
-            return 204, [("ETag", f'"{etag}"'), ("Link", _description_links(uri))], b""
+            return 204, [("ETag", f'"{etag}"'), ("Link", responses.description_links(uri))], b""
         if method == "PATCH":
             info = self.repository.patch(uri, self._update(environ), description=True,
                                          if_match=environ.get("HTTP_IF_MATCH"))
-            return 204, [("ETag", f'"{info.etag}"'), ("Link", _description_links(uri))], b""
+            return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.description_links(uri))], b""
         info = self.repository.description_info(uri)
         if info is None:
             raise self._description_missing(uri)
         if method == "OPTIONS":
-            return 204, _description_headers(info, base, etag=False), b""
+            return 204, responses.description_headers(info, base, etag=False), b""
         raise RepositoryError(405, f"method {method} not allowed on a description (DELETE the binary)",
                               allow=DESCRIPTION_ALLOW)
 
@@ -379,9 +367,7 @@ class LdpApplication:
                 return existing.kind  # every resource is an ldp:Resource: no change asked
             return BINARY if content_type and content_type not in PARSERS else RDF_SOURCE
         if existing is not None:
-            if requested not in (None, existing.kind) and not (requested == RDF_SOURCE and existing.container):
-                raise RepositoryError(409, f"<{existing.uri}> is an {_MODEL_NAMES[existing.kind]}: its "
-                                           f"interaction model cannot change to {_MODEL_NAMES[requested]}")
+            check_model(existing, requested)  # before the body is read
             return existing.kind
         if requested is not None:
             return requested
@@ -414,7 +400,7 @@ class LdpApplication:
             upload = self.repository.binaries.receive(io.BytesIO(body), len(body), self.max_binary,
                                                       *self._binary_properties(environ))
             return self._put_binary(environ, uri, self.repository.info(uri), upload)
-        return _written(created, info.kind, uri, info.etag)
+        return responses.written(created, info.kind, uri, info.etag)
 
     def _put_binary(self, environ, uri, existing, upload):
         try:
@@ -426,7 +412,7 @@ class LdpApplication:
         except BaseException:
             upload.discard()
             raise
-        return _written(created, BINARY, uri, etag)
+        return responses.written(created, BINARY, uri, etag)
 
     def post(self, environ, uri):
         info = self.repository.info(uri)
@@ -434,7 +420,7 @@ class LdpApplication:
             raise self._missing(uri)
         if not info.container:
             raise RepositoryError(405, f"<{uri}> is not a container: POST is not allowed",
-                                  allow=_allow(info, self.repository.base_url))
+                                  allow=responses.allow(info, self.repository.base_url))
         model = self._model(environ, None)
         slug = environ.get("HTTP_SLUG", "").strip()
         prefix = uri if uri.endswith("/") else uri + "/"
@@ -460,7 +446,7 @@ class LdpApplication:
                 prefix, names, lambda target: self.repository.put(target, body, media_type, model=model,
                                                                   if_none_match="*"))
         # The container's types (the request URI's), and the new binary's description.
-        links = _links(CONTAINER, uri) + (", " + _describedby(location) if model == BINARY else "")
+        links = responses.links(CONTAINER, uri) + (", " + responses.describedby(location) if model == BINARY else "")
         headers = [("Location", location), ("ETag", f'"{etag}"'), ("Link", links),
                    ("Content-Type", "text/plain")]
         return 201, headers, (location + "\n").encode()
@@ -483,51 +469,7 @@ class LdpApplication:
             raise RepositoryError(405, "the root container cannot be changed", allow=ROOT_ALLOW)
         update = self._update(environ)
         info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
-        return 204, [("ETag", f'"{info.etag}"'), ("Link", _links(info.kind, uri))], b""
-
-
-def _written(created: bool, kind: str, uri: str, etag: str):
-    """The answer to a PUT: 201 with Location, or 204; the new ETag and the type links."""
-    headers = [("ETag", f'"{etag}"'), ("Link", _links(kind, uri))]
-    if created:
-        headers += [("Location", uri), ("Content-Type", "text/plain")]
-        return 201, headers, (uri + "\n").encode()
-    return 204, headers, b""
-
-
-class _Binary:
-    """What the headers of a binary need (a ResourceInfo's shape)."""
-
-    kind = BINARY
-    container = False
-    binary = True
-
-    def __init__(self, uri, etag):
-        self.uri, self.etag = uri, etag
-
-
-class _FileRange:
-    """Bytes ``[start, stop)`` of a file, read in chunks; closing closes the file."""
-
-    def __init__(self, path, start: int, stop: int):
-        self._file = open(path, "rb")
-        self._file.seek(start)
-        self._left = stop - start
-
-    def __iter__(self):
-        while self._left > 0:
-            chunk = self._file.read(min(CHUNK, self._left))
-            if not chunk:
-                break
-            self._left -= len(chunk)
-            yield chunk
-        self.close()
-
-    def close(self) -> None:
-        self._file.close()
-
-
-_MODEL_NAMES = {CONTAINER: "ldp:BasicContainer", RDF_SOURCE: "ldp:RDFSource", BINARY: "ldp:NonRDFSource"}
+        return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.links(info.kind, uri))], b""
 
 
 def _read(stream, size: int) -> bytes:
@@ -546,59 +488,3 @@ def _bare(content_type: str) -> str:
 def _check_name(segment: str) -> None:
     if segment.startswith(RESERVED_PREFIX):
         raise RepositoryError(409, f"path segments starting with {RESERVED_PREFIX!r} are reserved by the server")
-
-
-def _content_type(media_type: str) -> str:
-    # JSON media types define no charset parameter (RFC 8259); the others are UTF-8 text.
-    return media_type if media_type == "application/ld+json" else f"{media_type}; charset=utf-8"
-
-
-def _allow(info, base_url: str) -> str:
-    if info.uri == base_url:
-        return ROOT_ALLOW
-    return {CONTAINER: CONTAINER_ALLOW, RDF_SOURCE: SOURCE_ALLOW, BINARY: BINARY_ALLOW}[info.kind]
-
-
-def _describedby(uri: str) -> str:
-    # anchor: the link is about the binary, also when the request went to its container (POST).
-    return f'<{uri}/{METADATA_SEGMENT}>; rel="describedby"; anchor="{uri}"'
-
-
-def _type_links(kind: str) -> list[str]:
-    return [f'<{t}>; rel="type"' for t in MODEL_TYPES[kind]]
-
-
-def _links(kind: str, uri: str) -> str:
-    """The Link header of a resource: its LDP types (LDP 4.2.1.4), a binary's description."""
-    return ", ".join(_type_links(kind) + ([_describedby(uri)] if kind == BINARY else []))
-
-
-def _resource_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
-    allow = _allow(info, base_url)
-    headers = [("Link", _links(info.kind, info.uri)), ("Allow", allow)]
-    if etag:
-        headers.insert(0, ("ETag", f'"{info.etag}"'))
-    if info.container:
-        headers.append(("Accept-Post", ACCEPT_POST))
-    if "PATCH" in allow:
-        headers.append(("Accept-Patch", SPARQL_UPDATE))
-    return headers
-
-
-def _description_links(uri: str) -> str:
-    return ", ".join(_type_links(RDF_SOURCE) + [f'<{uri}>; rel="describes"'])
-
-
-def _description_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
-    headers = [("Link", _description_links(info.uri)), ("Allow", DESCRIPTION_ALLOW),
-               ("Accept-Patch", SPARQL_UPDATE)]
-    if etag:
-        headers.insert(0, ("ETag", f'"{info.etag}"'))
-    return headers
-
-
-def _disposition(filename: str) -> str:
-    from urllib.parse import quote
-
-    ascii_name = filename.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
-    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"

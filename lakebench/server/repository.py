@@ -33,6 +33,7 @@ import pyoxigraph as ox
 from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError
+from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
 from lakebench.server.rdfbody import PARSERS, Body, parse_body, refuse_rdf12_in, split_managed
 from lakebench.server.vocabulary import (
     BINARY,
@@ -63,15 +64,6 @@ from lakebench.store.terms import iri, literal
 
 __all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "LDP", "PARSERS",
            "SERVER_GRAPH", "META_GRAPH", "TOMBSTONE_GRAPH", "iri", "parent_of", "etag_matches"]
-
-#: The methods each kind of resource takes (the root can be neither replaced nor deleted).
-CONTAINER_ALLOW = "GET, HEAD, PUT, POST, PATCH, DELETE, OPTIONS"
-ROOT_ALLOW = "GET, HEAD, POST, OPTIONS"
-SOURCE_ALLOW = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
-BINARY_ALLOW = "GET, HEAD, PUT, DELETE, OPTIONS"
-DESCRIPTION_ALLOW = "GET, HEAD, PUT, PATCH, OPTIONS"
-TOMBSTONE_ALLOW = "DELETE, OPTIONS"
-CONSTRAINTS_ALLOW = "GET, HEAD, OPTIONS"
 
 CONTAINER_TYPES = MODEL_TYPES[CONTAINER]
 SOURCE_TYPES = MODEL_TYPES[RDF_SOURCE]
@@ -371,7 +363,7 @@ class Repository:
             return True, ResourceInfo(uri, kind, self._create(txn, uri, kind, parent))
         if info.binary and requested is None:
             raise IsBinary(uri)
-        _check_model(info, requested)
+        check_model(info, requested)
         if info.binary:
             raise RepositoryError(409, f"<{uri}> is a binary: PUT its description to its "
                                        "describedby link")
@@ -482,7 +474,7 @@ class Repository:
             parent = self._check_creatable(txn, uri)
             created = now
         else:
-            _check_model(info, requested or BINARY)
+            check_model(info, requested or BINARY)
             old = [q[2] for q in txn.quads(subject, iri(CREATED), None, self._server)]
             created = old[0] if old else now
             replaced = [q[2][1:].decode() for q in txn.quads(subject, self._file, None, self._meta)][0]
@@ -591,15 +583,12 @@ def parent_of(uri: str, base_url: str) -> str:
     return base_url if head + "/" == base_url else head
 
 
-def _check_model(info: ResourceInfo, requested: str | None) -> None:
+def check_model(info: ResourceInfo, requested: str | None) -> None:
     """A resource keeps its interaction model (a container is also an RDF source)."""
     if requested is None or requested == info.kind or (requested == RDF_SOURCE and info.container):
         return
-    raise RepositoryError(409, f"<{info.uri}> is a {_MODEL_NAMES[info.kind]}: its interaction model "
-                               f"cannot change to {_MODEL_NAMES[requested]}")
-
-
-_MODEL_NAMES = {CONTAINER: "ldp:BasicContainer", RDF_SOURCE: "ldp:RDFSource", BINARY: "ldp:NonRDFSource"}
+    raise RepositoryError(409, f"<{info.uri}> is a {MODEL_NAMES[info.kind]}: its interaction model "
+                               f"cannot change to {MODEL_NAMES[requested]}")
 
 
 def _check_preconditions(info: ResourceInfo | None, if_match: str | None, if_none_match: str | None) -> None:

@@ -257,3 +257,52 @@ def test_temporary_files_of_interrupted_uploads_are_swept_at_start(serve, tmp_pa
     server = serve(data=data, port=port)
     assert [p.read_bytes() for p in (data / "binaries").iterdir()] == [b"kept"]
     assert server.request("GET", "/kept").body == b"kept"
+
+
+@pytest.mark.slow
+def test_a_1_gib_upload_keeps_the_worker_memory_flat(serve):
+    import psutil
+
+    server = serve("--durability", "nosync")
+    workers = psutil.Process(server.proc.pid).children()
+    assert len(workers) == 1
+    worker = workers[0]
+    before = worker.memory_info().rss
+    peak = [before]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], worker.memory_info().rss)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    block = os.urandom(1 << 20)
+    digest = hashlib.sha256()
+    for _ in range(1024):
+        digest.update(block)
+
+    def body():
+        for _ in range(1024):
+            yield block
+
+    conn = server.connection(timeout=300)
+    try:
+        conn.request("PUT", "/huge", body=body(), headers={**PNG, "Content-Length": str(1 << 30),
+                                                           "Digest": "sha-256=" + base64.b64encode(
+                                                               digest.digest()).decode()})
+        r = conn.getresponse()
+        r.read()
+    finally:
+        conn.close()
+        done.set()
+        sampler.join()
+    assert r.status == 201
+    print(f"1 GiB upload: the worker grew by {(peak[0] - before) / 2**20:.1f} MiB")
+    assert peak[0] - before < 64 << 20, f"the worker grew by {(peak[0] - before) >> 20} MiB"
+    head = server.request("HEAD", "/huge", headers={"Want-Digest": "sha-256"})
+    assert head.header("Content-Length") == str(1 << 30)
+    assert head.header("Digest") == "sha-256=" + base64.b64encode(digest.digest()).decode()
+    tail = server.request("GET", "/huge", headers={"Range": "bytes=-16"})
+    assert tail.status == 206 and tail.body == block[-16:]
+    assert server.request("DELETE", "/huge").status == 204

@@ -2,6 +2,7 @@
 Content-Disposition.  Pure functions, no repository."""
 from __future__ import annotations
 
+import codecs
 import re
 from urllib.parse import unquote
 
@@ -180,12 +181,18 @@ def disposition_filename(header: str | None) -> str | None:
     'a b.txt'
     >>> disposition_filename("attachment; filename*=UTF-8''%C3%A9t%C3%A9.pdf; filename=x")
     'été.pdf'
+    >>> disposition_filename("attachment; filename*=klingon''a%20b")
+    'a b'
     """
     if not header:
         return None
     extended = re.search(r"filename\*\s*=\s*([^']*)'[^']*'([^;\s]+)", header, re.I)
     if extended:
-        return unquote(extended.group(2), encoding=extended.group(1) or "utf-8", errors="replace")
+        try:
+            encoding = codecs.lookup(extended.group(1) or "utf-8").name
+        except LookupError:  # a charset nobody knows: read it as UTF-8
+            encoding = "utf-8"
+        return unquote(extended.group(2), encoding=encoding, errors="replace")
     plain = re.search(r'filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))', header, re.I)
     if plain:
         return re.sub(r"\\(.)", r"\1", plain.group(1)) if plain.group(1) is not None else plain.group(2)

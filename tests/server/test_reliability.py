@@ -424,3 +424,63 @@ def test_sigkill_during_ingest_loses_nothing_acknowledged(serve, tmp_path):
     assert verified >= acked and len(acked) >= rounds
     assert server.stop() == 0
     assert check_store(data) == []
+
+
+# -- random requests ----------------------------------------------------------------------
+FUZZ_PATHS = ["/", "/c", "/c/s", "/c/b", "/c/b/fcr:metadata", "/c/s/fcr:metadata", "/fcr:constraints", "/c/gone",
+              "/c/gone/fcr:tombstone", "/fcr:metadata", "/fcr:tombstone", "/c/fcr:x", "/c/b/x", "/nope/fcr:metadata"]
+FUZZ_HEADERS = [
+    {}, TTL, PNG, SPARQL, {"Content-Type": ";;;"}, {"Link": "<"}, {"Link": f'<{LDP}DirectContainer>; rel="type"'},
+    {"Link": f"<{LDP}NonRDFSource>; rel=type"}, {"Link": f'<{LDP}Resource>; rel="type"'},
+    {"Range": "bytes=abc"}, {"Range": "bytes=-"}, {"Range": "bytes=5-1"}, {"Range": "bytes=1-2"},
+    {"Range": "bytes=999999-"}, {"Want-Digest": "sha-256;q=abc, md5"}, {"Want-Digest": ";;"}, {"Digest": "="},
+    {"Digest": "sha-256=%%%"}, {"Digest": "md5=AAAAAAAAAAAAAAAAAAAAAA=="}, {"Slug": "fcr:metadata"},
+    {"Slug": "../x"}, {"Slug": "ok"}, {"Content-Disposition": "attachment; filename*=bad''%ZZ"},
+    {"Content-Disposition": 'filename="\\'}, {"Prefer": 'return=representation; omit="'}, {"If-Match": "*"},
+    {"If-None-Match": "*"}, {"If-Match": '"x"'}, {"Accept": "image/png"}, {"Accept": "application/ld+json;q=abc"},
+]
+FUZZ_BODIES = [b"", b"<> <http://e/p> 1 .", b"\xff\xfe", b"INSERT DATA { <> <http://e/p> 2 }",
+               b"DELETE WHERE { ?s ?p ?o }", b"{", b"x" * 70000,
+               f"@prefix ldp: <{LDP}> . <> a ldp:Resource, ldp:RDFSource .".encode()]
+
+
+def test_random_requests_are_never_a_500(tmp_path):
+    """3,000 requests mixing methods, paths (reserved ones too), headers and bodies, in-process."""
+    from lakebench.server.app import LdpApplication
+    from lakebench.server.repository import Repository
+
+    from .conftest import call
+
+    repo = Repository(tmp_path / "store", "http://test.example/", durable=False)
+    app = LdpApplication(lambda: repo, max_body=1 << 16, max_binary=1 << 18)
+
+    def request(method, path, body=b"", headers=None):
+        r = call(app, method, path, body, headers)
+        return r.status, r.body
+
+    def reset():  # the fixtures back, tombstones gone
+        for path in ("/c", "/c/s", "/c/b", "/c/gone"):
+            request("DELETE", path + "/fcr:tombstone")
+        request("PUT", "/c", b"", TTL)
+        request("PUT", "/c/s", b"<> <http://e/p> 1 .", AS_SOURCE)
+        request("PUT", "/c/b", b"bytes", PNG)
+        request("PUT", "/c/gone", b"", TTL)
+        request("DELETE", "/c/gone")
+
+    rng = random.Random(2024)
+    seen = set()
+    for i in range(3000):
+        if i % 20 == 0:
+            reset()
+        headers = {}
+        for _ in range(rng.randrange(3)):
+            headers.update(rng.choice(FUZZ_HEADERS))
+        method = rng.choice(["GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS", "FOO"])
+        path, body = rng.choice(FUZZ_PATHS), rng.choice(FUZZ_BODIES)
+        status, answer = request(method, path, body, headers)
+        assert status < 500, (method, path, body[:60], headers, answer)
+        seen.add(status)
+    assert {200, 201, 204, 206, 400, 404, 405, 409, 410, 413, 415, 416} <= seen
+    assert not [p for p in (tmp_path / "store" / "binaries").iterdir() if p.name.startswith(".tmp")]
+    repo.close()
+    assert check_store(tmp_path / "store") == []

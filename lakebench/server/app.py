@@ -426,8 +426,8 @@ class LdpApplication:
         prefix = uri if uri.endswith("/") else uri + "/"
         candidates = []
         if slug and _SEGMENT.fullmatch(slug) and slug not in (".", "..") and not slug.startswith(RESERVED_PREFIX):
-            if self.repository.tombstone(prefix + slug) == prefix + slug:
-                raise gone(prefix + slug)
+            # A Slug naming a live child or a tombstone is a hint not taken: the child gets a
+            # fresh name, as Fedora does, so a deleted URI is never reused (LDP 5.2.3.11).
             candidates.append(slug)
         names = candidates + [uuid.uuid4().hex for _ in range(3)]
         if model == BINARY:

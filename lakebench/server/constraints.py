@@ -54,8 +54,9 @@ Names and deletion
     starting with "fcr:" are reserved by the server (409 on creation).
   * The root container can be neither replaced nor deleted (405).
   * A deleted resource leaves a tombstone: its URI, and every URI under it,
-    answer 410 Gone, and a PUT or a POST with that Slug is 410, until the
-    tombstone (<uri>/fcr:tombstone) is deleted.
+    answer 410 Gone, a PUT to it is 410, and a POST with that Slug creates
+    the child under a fresh name, until the tombstone (<uri>/fcr:tombstone)
+    is deleted.
 
 Limits
   * RDF bodies and SPARQL updates up to the server's --max-body bytes (413).

@@ -188,7 +188,9 @@ def test_a_deleted_uri_is_gone_until_its_tombstone_is_deleted(server):
     assert server.request("GET", "/tomb/a/b").status == 410  # under the tombstone
     assert server.request("PUT", "/tomb/a", "", TTL).status == 410
     assert server.request("PUT", "/tomb/a/b", "", TTL).status == 410
-    assert server.request("POST", "/tomb", "", {**TTL, "Slug": "a"}).status == 410
+    # A Slug naming the deleted child: a fresh name (as Fedora; LDP test suite testRestrictUriReUseSlug).
+    r = server.request("POST", "/tomb", "", {**TTL, "Slug": "a"})
+    assert r.status == 201 and r.header("Location") not in (server.base + "tomb/a", None)
     assert server.request("PUT", "/tomb/a", "x", {"Content-Type": "text/plain"}).status == 410
     assert server.request("GET", "/tomb/a/fcr:tombstone").status == 405
     assert server.request("DELETE", "/tomb/a/fcr:tombstone").status == 204

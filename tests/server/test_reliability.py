@@ -357,7 +357,8 @@ def test_sigkill_during_ingest_loses_nothing_acknowledged(serve, tmp_path):
     rounds = 4
     data, port = tmp_path / "crash", free_port()
     base = f"http://127.0.0.1:{port}/"  # same port every time: same IRIs
-    w = Workload(children=2000, seed=5, parent="crash", base=base)
+    # Enough children for every round to be cut short: about 1,000 go in per round on a fast machine.
+    w = Workload(children=8000, seed=5, parent="crash", base=base)
     rng = random.Random(20240)
     acked: set[int] = set()
     in_flight: set[int] = set()  # requests the kill interrupted: committed or not

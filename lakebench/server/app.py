@@ -386,7 +386,9 @@ class LdpApplication:
         existing = self.repository.info(uri)
         model = self._model(environ, existing)
         if model == BINARY:
-            return self._put_binary(environ, uri, existing, self._receive(environ))
+            if existing is None and self.repository.tombstone(uri) is not None:
+                raise self._missing(uri)  # before streaming a body that could not be kept
+            return self._put_binary(environ, uri, self._receive(environ))
         return self._put_rdf(environ, uri, model)
 
     def _put_rdf(self, environ, uri, model):
@@ -399,13 +401,12 @@ class LdpApplication:
         except IsBinary:  # a binary keeps its model: the body is its new bytes
             upload = self.repository.binaries.receive(io.BytesIO(body), len(body), self.max_binary,
                                                       *self._binary_properties(environ))
-            return self._put_binary(environ, uri, self.repository.info(uri), upload)
+            return self._put_binary(environ, uri, upload)
         return responses.written(created, info.kind, uri, info.etag)
 
-    def _put_binary(self, environ, uri, existing, upload):
+    def _put_binary(self, environ, uri, upload):
+        """Record an upload as the binary ``uri``; the upload is discarded if refused."""
         try:
-            if existing is None and self.repository.tombstone(uri) is not None:
-                raise self._missing(uri)
             created, etag = self.repository.put_binary(uri, upload, model_requested=BINARY,
                                                        if_match=environ.get("HTTP_IF_MATCH"),
                                                        if_none_match=environ.get("HTTP_IF_NONE_MATCH"))

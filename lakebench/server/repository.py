@@ -13,10 +13,11 @@ Layout in the store (every term is an encoded store term):
   lives in ``META_GRAPH``; deleted URIs (tombstones) in ``TOMBSTONE_GRAPH``.
 
 Every change, a child's triples together with its container's
-``ldp:contains`` and both ETags, is one LMDB write transaction: an
-interrupted request leaves either all of it or none of it.  Inside each
-transaction every check (preconditions, parents, server-managed triples)
-comes before the first change, so a refused request has changed nothing.
+``ldp:contains`` and both ETags, is one store write (``LmdbStore.write``):
+an interrupted request leaves either all of it or none of it.  Inside each
+write every check (preconditions, parents, tombstones, server-managed
+triples, interaction models) comes before the first change, so a refused
+request has changed nothing; parsing, SPARQL and uploads happen outside it.
 A binary's bytes are written and synced by :mod:`lakebench.server.binaries`
 before the transaction that records them.
 """
@@ -30,11 +31,19 @@ from typing import Iterator
 
 import pyoxigraph as ox
 
+from lakebench._store import render_ntriples_term
 from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
-from lakebench.server.rdfbody import PARSERS, Body, parse_body, refuse_rdf12_in, split_managed
+from lakebench.server.rdfbody import (
+    PARSERS,
+    Body,
+    encode_triple,
+    parse_body,
+    refuse_rdf12_in,
+    split_managed,
+)
 from lakebench.server.vocabulary import (
     BINARY,
     BINARY_FILE,
@@ -423,7 +432,7 @@ class Repository:
                 triple = (removed_body.managed or added_body.managed)[0]
                 raise RepositoryError(409, f"the update changes a server-managed triple "
                                            f"(<{triple[1][1:].decode()}> {_show(triple[2])}) of <{uri}>")
-            removals = [tuple(t) for t in _encoded(removed)]
+            removals = [encode_triple(t) for t in removed]
             etag = self._write(lambda txn: self._apply_patch(txn, uri, info, description, removals,
                                                              added_body.ntriples))
             if etag is not None:
@@ -624,12 +633,5 @@ def _lexical(term: bytes) -> str:
 
 
 def _show(term: bytes) -> str:
-    from lakebench._store import render_ntriples_term
-
+    """An encoded term as N-Triples, for messages."""
     return render_ntriples_term(term).decode()
-
-
-def _encoded(triples):
-    from lakebench.server.rdfbody import encode_triple
-
-    return [encode_triple(t) for t in triples]

@@ -16,16 +16,19 @@ from pathlib import Path
 DEFAULT_PORT = 8000
 
 
-def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, log: bool | None = None):
+def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_binary: int | None = None,
+             log: bool | None = None):
     from lakebench.server.app import LdpApplication
+    from lakebench.server.binaries import DEFAULT_MAX_BINARY
     from lakebench.server.repository import Repository
 
-    return LdpApplication(lambda: Repository(data, base_url, durable=durable, log=log), max_body=max_body)
+    return LdpApplication(lambda: Repository(data, base_url, durable=durable, log=log), max_body=max_body,
+                          max_binary=DEFAULT_MAX_BINARY if max_binary is None else max_binary)
 
 
 def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
           durability: str = "durable", base_url: str | None = None, max_body: int | None = None,
-          access_log: bool = False) -> None:
+          access_log: bool = False, max_binary: int | None = None) -> None:
     """Run the server in the foreground until SIGTERM or SIGINT."""
     from gunicorn.app.base import BaseApplication
 
@@ -36,12 +39,15 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     # workers, every write is an LMDB commit of its own instead.
     log = durability == "durable" and workers == 1
     app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
-                   log=log)
+                   max_binary, log=log)
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker.
     from lakebench.server.repository import Repository
 
-    Repository(data, base, durable=durability == "durable").close()
+    # No worker runs yet: the temporary files of uploads a crash cut short can go.
+    repository = Repository(data, base, durable=durability == "durable")
+    repository.binaries.sweep_temporaries()
+    repository.close()
 
     options = {
         "bind": f"{host}:{port}",
@@ -76,7 +82,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "serve",
         help="serve an LMDB store as a Linked Data Platform repository over HTTP",
         description="Serve the LMDB store in DIR as an LDP repository (RDF sources and basic "
-        "containers: GET/HEAD/PUT/POST/DELETE/OPTIONS, Turtle, N-Triples, JSON-LD) under "
+        "containers, binaries: GET/HEAD/PUT/POST/PATCH/DELETE/OPTIONS, Turtle, N-Triples, "
+        "JSON-LD, SPARQL Update) under "
         "gunicorn. Stops cleanly on SIGTERM.",
     )
     parser.add_argument("--data", type=Path, required=True, metavar="DIR",
@@ -94,6 +101,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "with it (default: http://HOST:PORT/)")
     parser.add_argument("--max-body", type=int, default=None,
                         help="largest request body in bytes; larger is 413 (default: 16 MiB)")
+    parser.add_argument("--max-binary", type=int, default=None,
+                        help="largest binary (non-RDF) body in bytes, streamed to disk; larger is 413 "
+                        "(default: 64 GiB)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request")
     parser.set_defaults(func=main)
     return parser
@@ -103,15 +113,16 @@ def main(args) -> int:
     if args.workers < 1 or not 0 < args.port < 65536:
         print("lakebench serve: error: --workers must be positive and --port in 1..65535", file=sys.stderr)
         return 2
-    if args.max_body is not None and args.max_body < 0:
-        print("lakebench serve: error: --max-body must not be negative", file=sys.stderr)
+    if (args.max_body is not None and args.max_body < 0) or (args.max_binary is not None and args.max_binary < 0):
+        print("lakebench serve: error: --max-body and --max-binary must not be negative", file=sys.stderr)
         return 2
     from lakebench._store import StoreError
 
     logging.basicConfig(level=logging.INFO)
     try:
         serve(args.data, host=args.host, port=args.port, workers=args.workers, durability=args.durability,
-              base_url=args.base_url, max_body=args.max_body, access_log=args.access_log)
+              base_url=args.base_url, max_body=args.max_body, access_log=args.access_log,
+              max_binary=args.max_binary)
     except (OSError, StoreError) as exc:  # e.g. DIR is a file, or not a store
         print(f"lakebench serve: error: {exc}", file=sys.stderr)
         return 1

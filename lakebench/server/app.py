@@ -1,53 +1,87 @@
 """The LDP HTTP layer: a plain WSGI application over :class:`Repository`.
 
 It knows HTTP and LDP, not LMDB.  Every client mistake is a 4xx with a
-one-line message in the body; anything else is a 500 and is logged.
+one-line message in the body and a link to the constraints document; anything
+else is a 500 and is logged.
 """
 from __future__ import annotations
 
+import io
 import logging
 import re
 import uuid
 from urllib.parse import unquote
 
-from lakebench.server.repository import LDP, PARSERS, Repository, RepositoryError, etag_matches
+from lakebench.server import constraints, responses
+from lakebench.server.binaries import (
+    DEFAULT_MAX_BINARY,
+    digest_value,
+    file_digest,
+    parse_digest,
+    wanted_digests,
+)
+from lakebench.server.errors import RepositoryError
+from lakebench.server.headers import (
+    NOT_A_CONTAINER,
+    SERIALIZERS,
+    byte_range,
+    disposition_filename,
+    negotiate,
+    prefer,
+    requested_model,
+)
+from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
+from lakebench.server.rdfbody import PARSERS, one_line
+from lakebench.server.responses import (
+    CONSTRAINTS_ALLOW,
+    CONTAINER_ALLOW,
+    DESCRIPTION_ALLOW,
+    ROOT_ALLOW,
+    TOMBSTONE_ALLOW,
+)
+from lakebench.server.repository import (
+    IsBinary,
+    Repository,
+    ResourceInfo,
+    check_model,
+    etag_matches,
+    gone,
+)
+from lakebench.server.vocabulary import (
+    BINARY,
+    CONSTRAINTS_SEGMENT,
+    CONTAINER,
+    METADATA_SEGMENT,
+    RDF_SOURCE,
+    RESERVED_PREFIX,
+    TOMBSTONE_SEGMENT,
+)
 
 log = logging.getLogger("lakebench.server")
 
-ALLOW = "GET, HEAD, PUT, POST, DELETE, OPTIONS"
-#: The root container can be neither replaced nor deleted; an RDF source takes no POST.
-ROOT_ALLOW = "GET, HEAD, POST, OPTIONS"
-SOURCE_ALLOW = "GET, HEAD, PUT, DELETE, OPTIONS"
-#: Media types a GET can answer with; the first is the default.
-SERIALIZERS = ("text/turtle", "application/n-triples", "application/ld+json")
-PREFER_CONTAINMENT = LDP + "PreferContainment"
-PREFER_MINIMAL = LDP + "PreferMinimalContainer"
+ALLOW = CONTAINER_ALLOW
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 
 # One path segment: RFC 3986 pchar without percent-escapes (those are decoded
 # before we see the path, so an encoded '/' or '..' cannot sneak through).
 _SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
-_STATUS = {
-    200: "200 OK", 201: "201 Created", 204: "204 No Content", 304: "304 Not Modified",
-    400: "400 Bad Request", 404: "404 Not Found", 405: "405 Method Not Allowed",
-    406: "406 Not Acceptable", 409: "409 Conflict", 411: "411 Length Required",
-    412: "412 Precondition Failed", 413: "413 Content Too Large",
-    415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
-    507: "507 Insufficient Storage",
-}
 
 
 class LdpApplication:
-    """WSGI callable: ``LdpApplication(repository_factory, max_body)``.
+    """WSGI callable: ``LdpApplication(repository_factory, max_body, max_binary)``.
 
     The repository is opened lazily in the process that serves requests
     (after the server forks its workers), never inherited across a fork.
+    ``max_body`` limits RDF bodies and updates (parsed in memory),
+    ``max_binary`` binaries (streamed to a file).
     """
 
-    def __init__(self, open_repository, max_body: int = DEFAULT_MAX_BODY):
+    def __init__(self, open_repository, max_body: int = DEFAULT_MAX_BODY,
+                 max_binary: int = DEFAULT_MAX_BINARY):
         self._open_repository = open_repository
         self._repository: Repository | None = None
         self.max_body = max_body
+        self.max_binary = max_binary
 
     @property
     def repository(self) -> Repository:
@@ -59,42 +93,78 @@ class LdpApplication:
         try:
             status, headers, body = self.handle(environ)
         except RepositoryError as exc:
-            status, headers, body = _error(exc.status, exc.message, exc.allow)
+            status, headers, body = self._error(exc.status, exc.message, exc.allow,
+                                                exc.headers + self._refused_resource_links(environ, exc))
         except Exception:  # a bug, not the client's fault: log it, answer 500
             log.exception("error handling %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
-            status, headers, body = _error(500, "internal server error")
-        start_response(_STATUS[status], headers)
+            status, headers, body = self._error(500, "internal server error")
+        start_response(responses.STATUS[status], headers)
         if environ["REQUEST_METHOD"] == "HEAD":
             if hasattr(body, "close"):
                 body.close()
             return []
         return [body] if isinstance(body, bytes) else body
 
+    def _error(self, status: int, message: str, allow: str | None = None, extra=()):
+        links = [value for name, value in extra if name == "Link"]
+        headers = [("Content-Type", "text/plain; charset=utf-8"), *(h for h in extra if h[0] != "Link")]
+        if status == 405:
+            headers.append(("Allow", allow or ALLOW))
+        if 400 <= status < 500:  # LDP 4.2.1.6: every refusal says where the constraints are
+            links.append(constraints.link(self.repository.base_url)[1])
+        if links:  # one Link header: some clients read only the first
+            headers.append(("Link", ", ".join(links)))
+        return status, headers, (message + "\n").encode("utf-8")
+
+    def _refused_resource_links(self, environ, exc: RepositoryError) -> list[tuple[str, str]]:
+        """The type links of an existing resource a request to it was refused
+        (LDP 4.2.1.4: on all responses); a lookup, on refusals only."""
+        target = environ.get("lakebench.target")
+        if not 400 <= exc.status < 500 or exc.status in (404, 410) or target is None or target[1]:
+            return []
+        info = self.repository.info(target[0])
+        return [("Link", responses.links(info.kind, info.uri))] if info is not None else []
+
     # -- dispatch --------------------------------------------------------
     def handle(self, environ):
         method = environ["REQUEST_METHOD"]
-        uri = self._uri(environ)
+        uri, special = environ["lakebench.target"] = self._target(environ)
+        if special == CONSTRAINTS_SEGMENT:
+            return self.constraints(method)
+        if special == TOMBSTONE_SEGMENT:
+            return self.tombstone(method, uri)
+        if special == METADATA_SEGMENT:
+            return self.description(environ, method, uri)
         if method in ("GET", "HEAD"):
             return self.get(environ, uri)
         if method == "PUT":
             return self.put(environ, uri)
         if method == "POST":
             return self.post(environ, uri)
+        if method == "PATCH":
+            return self.patch(environ, uri)
         if method == "DELETE":
             if uri == self.repository.base_url:
                 raise RepositoryError(405, "the root container cannot be deleted", allow=ROOT_ALLOW)
             self.repository.delete(uri, if_match=environ.get("HTTP_IF_MATCH"))
             return 204, [], b""
         info = self.repository.info(uri)
+        if info is None:
+            raise self._missing(uri)
         if method == "OPTIONS":
-            if info is None:
-                raise RepositoryError(404, f"<{uri}> does not exist")
-            headers = [("Allow", _allow(info, self.repository.base_url))]
-            if info.container:
-                headers.append(("Accept-Post", ", ".join(PARSERS)))
-            return 204, headers, b""
-        allow = ALLOW if info is None else _allow(info, self.repository.base_url)
-        raise RepositoryError(405, f"method {method} not allowed", allow=allow)
+            return 204, responses.resource_headers(info, self.repository.base_url, etag=False), b""
+        raise RepositoryError(405, f"method {method} not allowed", allow=responses.allow(info, self.repository.base_url))
+
+    def _target(self, environ) -> tuple[str, str | None]:
+        """(the resource's IRI, the reserved segment addressed under it, if any)."""
+        uri = self._uri(environ)
+        base = self.repository.base_url
+        if uri == base + CONSTRAINTS_SEGMENT:
+            return uri, CONSTRAINTS_SEGMENT
+        head, _, last = uri.rpartition("/")
+        if last in (METADATA_SEGMENT, TOMBSTONE_SEGMENT):
+            return (base if head + "/" == base else head), last
+        return uri, None
 
     def _uri(self, environ) -> str:
         raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
@@ -114,37 +184,135 @@ class LdpApplication:
                 raise RepositoryError(400, f"invalid path segment {segment!r}")
         return self.repository.base_url + "/".join(segments)
 
-    # -- methods ---------------------------------------------------------
+    def _missing(self, uri: str) -> RepositoryError:
+        """404, or 410 when ``uri`` (or a container above it) was deleted."""
+        deleted = self.repository.tombstone(uri)
+        return gone(deleted) if deleted is not None else RepositoryError(404, f"<{uri}> does not exist")
+
+    # -- reading ---------------------------------------------------------
     def get(self, environ, uri):
-        media_type = _negotiate(environ.get("HTTP_ACCEPT", ""))
-        if media_type is None:
-            raise RepositoryError(406, f"cannot answer with {environ.get('HTTP_ACCEPT')!r}; "
-                                       f"available: {', '.join(SERIALIZERS)}")
-        containment, applied = _prefer(environ.get("HTTP_PREFER", ""))
-        found = self.repository.representation(uri, media_type, containment=containment)
+        accept = environ.get("HTTP_ACCEPT", "")
+        media_type = negotiate(accept)
+        containment, applied = prefer(environ.get("HTTP_PREFER", ""))
+        found = self.repository.representation(uri, media_type or SERIALIZERS[0], containment=containment)
         if found is None:
-            raise RepositoryError(404, f"<{uri}> does not exist")
+            for _ in range(2):
+                binary = self.repository.binary(uri)
+                if binary is None:
+                    raise self._missing(uri)
+                try:
+                    return self.get_binary(environ, binary)
+                except FileNotFoundError:  # replaced or deleted since it was looked up
+                    continue
+            raise self._missing(uri)
         info, chunks = found
-        headers = _resource_headers(info, self.repository.base_url) + [
-            ("Content-Type", f"{media_type}; charset=utf-8"),
-            ("Vary", "Accept, Prefer"),
-        ]
-        if applied:
-            headers.append(("Preference-Applied", applied))
+        if media_type is None:
+            chunks.close()
+            raise RepositoryError(406, f"cannot answer with {accept!r}; available: {', '.join(SERIALIZERS)}")
+        return self._rdf_response(environ, info, chunks, media_type, applied,
+                                  responses.resource_headers(info, self.repository.base_url))
+
+    def _rdf_response(self, environ, info, chunks, media_type, applied, headers):
         inm = environ.get("HTTP_IF_NONE_MATCH")
         if inm is not None and etag_matches(info.etag, inm):
             chunks.close()
-            return 304, _resource_headers(info, self.repository.base_url), b""
+            return 304, headers, b""
+        headers = headers + [("Content-Type", responses.content_type(media_type)), ("Vary", "Accept, Prefer")]
+        if applied:
+            headers.append(("Preference-Applied", applied))
         return 200, headers, chunks
 
-    def _body(self, environ) -> bytes:
+    def get_binary(self, environ, binary):
+        headers = responses.resource_headers(ResourceInfo(binary.uri, BINARY, binary.etag), self.repository.base_url)
+        inm = environ.get("HTTP_IF_NONE_MATCH")
+        if inm is not None and etag_matches(binary.etag, inm):
+            return 304, headers, b""
+        for algorithm in wanted_digests(environ.get("HTTP_WANT_DIGEST")):
+            hexdigest = binary.digests.get(algorithm) or file_digest(binary.path, algorithm)
+            headers.append(("Digest", digest_value(algorithm, hexdigest)))
+            break
+        headers += [("Content-Type", binary.media_type), ("Accept-Ranges", "bytes")]
+        if binary.filename:
+            headers.append(("Content-Disposition", responses.disposition(binary.filename)))
+        first, last = byte_range(environ.get("HTTP_RANGE"), binary.size) or (0, binary.size - 1)
+        partial = (first, last) != (0, binary.size - 1)
+        headers.append(("Content-Length", str(last - first + 1)))
+        if partial:
+            headers.append(("Content-Range", f"bytes {first}-{last}/{binary.size}"))
+        body = responses.FileRange(binary.path, first, last + 1) if environ["REQUEST_METHOD"] != "HEAD" else b""
+        return (206 if partial else 200), headers, body
+
+    def description(self, environ, method, uri):
+        """``<binary>/fcr:metadata``: the binary's description, an RDF source of its own."""
+        base = self.repository.base_url
+        if method in ("GET", "HEAD"):
+            media_type = negotiate(environ.get("HTTP_ACCEPT", ""))
+            if media_type is None:
+                raise RepositoryError(406, f"cannot answer with {environ.get('HTTP_ACCEPT')!r}; "
+                                           f"available: {', '.join(SERIALIZERS)}")
+            found = self.repository.representation(uri, media_type, description=True)
+            if found is None:
+                raise self._description_missing(uri)
+            info, chunks = found
+            return self._rdf_response(environ, info, chunks, media_type, None,
+                                      responses.description_headers(info, base))
+        if method == "PUT":
+            body = self._body(environ)
+            media_type = self._media_type(environ, body)
+            etag = self.repository.put_description(uri, body, media_type,
+                                                   if_match=environ.get("HTTP_IF_MATCH"),
+                                                   if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+            return 204, [("ETag", f'"{etag}"'), ("Link", responses.description_links(uri))], b""
+        if method == "PATCH":
+            info = self.repository.patch(uri, self._update(environ), description=True,
+                                         if_match=environ.get("HTTP_IF_MATCH"))
+            return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.description_links(uri))], b""
+        info = self.repository.description_info(uri)
+        if info is None:
+            raise self._description_missing(uri)
+        if method == "OPTIONS":
+            return 204, responses.description_headers(info, base, etag=False), b""
+        raise RepositoryError(405, f"method {method} not allowed on a description (DELETE the binary)",
+                              allow=DESCRIPTION_ALLOW)
+
+    def _description_missing(self, uri: str) -> RepositoryError:
+        if self.repository.info(uri) is not None:
+            return RepositoryError(404, f"<{uri}> is not a binary: it has no description")
+        return self._missing(uri)
+
+    def constraints(self, method):
+        if method in ("GET", "HEAD"):
+            return 200, [("Content-Type", "text/plain; charset=utf-8"), ("Allow", CONSTRAINTS_ALLOW)], \
+                constraints.TEXT.encode()
+        if method == "OPTIONS":
+            return 204, [("Allow", CONSTRAINTS_ALLOW)], b""
+        raise RepositoryError(405, "the constraints document is read-only", allow=CONSTRAINTS_ALLOW)
+
+    def tombstone(self, method, uri):
+        """``<uri>/fcr:tombstone``: DELETE it, and ``uri`` can be created again."""
+        if method == "DELETE":
+            self.repository.delete_tombstone(uri)
+            return 204, [], b""
+        if self.repository.tombstone(uri) != uri:
+            raise RepositoryError(404, f"<{uri}> has no tombstone")
+        if method == "OPTIONS":
+            return 204, [("Allow", TOMBSTONE_ALLOW)], b""
+        raise RepositoryError(405, f"a tombstone only takes DELETE", allow=TOMBSTONE_ALLOW)
+
+    # -- request bodies --------------------------------------------------
+    def _length(self, environ) -> int | None:
         length = environ.get("CONTENT_LENGTH") or ""
+        if not length:
+            return None
+        try:
+            return int(length)
+        except ValueError:
+            raise RepositoryError(400, f"invalid Content-Length {length!r}") from None
+
+    def _body(self, environ) -> bytes:
+        size = self._length(environ)
         stream = environ["wsgi.input"]
-        if length:
-            try:
-                size = int(length)
-            except ValueError:
-                raise RepositoryError(400, f"invalid Content-Length {length!r}") from None
+        if size is not None:
             if size > self.max_body:
                 raise RepositoryError(413, f"body of {size} bytes exceeds the limit of {self.max_body}")
             body = _read(stream, size)
@@ -157,7 +325,7 @@ class LdpApplication:
         return body
 
     def _media_type(self, environ, body: bytes) -> str:
-        content_type = environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+        content_type = _bare(environ.get("CONTENT_TYPE", ""))
         if not content_type:
             if body.strip():
                 raise RepositoryError(415, "a body needs a Content-Type: " + ", ".join(PARSERS))
@@ -167,47 +335,142 @@ class LdpApplication:
                                        f"{', '.join(PARSERS)}")
         return content_type
 
+    def _update(self, environ) -> str:
+        """The SPARQL Update of a PATCH."""
+        if _bare(environ.get("CONTENT_TYPE", "")) != SPARQL_UPDATE:
+            raise RepositoryError(415, f"PATCH takes {SPARQL_UPDATE}")
+        try:
+            return self._body(environ).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RepositoryError(400, f"malformed SPARQL Update: {one_line(exc)}") from None
+
+    def _receive(self, environ):
+        """Stream a binary body into a file (digests checked); the upload."""
+        properties = self._binary_properties(environ)  # a bad Digest header: 400 before reading
+        return self.repository.binaries.receive(environ["wsgi.input"], self._length(environ),
+                                                self.max_binary, *properties)
+
+    @staticmethod
+    def _binary_properties(environ):
+        """(media type, file name, expected digests) of a binary upload."""
+        return (environ.get("CONTENT_TYPE", "").strip() or "application/octet-stream",
+                disposition_filename(environ.get("HTTP_CONTENT_DISPOSITION")),
+                parse_digest(environ.get("HTTP_DIGEST")))
+
+    def _model(self, environ, existing) -> str:
+        """The interaction model of a write: the resource's own, else the one asked
+        for (Link rel="type"), else a binary for a non-RDF body, else a container."""
+        requested = requested_model(environ.get("HTTP_LINK", ""))
+        content_type = _bare(environ.get("CONTENT_TYPE", ""))
+        if requested == NOT_A_CONTAINER:
+            if existing is not None:
+                return existing.kind  # every resource is an ldp:Resource: no change asked
+            return BINARY if content_type and content_type not in PARSERS else RDF_SOURCE
+        if existing is not None:
+            check_model(existing, requested)  # before the body is read
+            return existing.kind
+        if requested is not None:
+            return requested
+        return BINARY if content_type and content_type not in PARSERS else CONTAINER
+
+    # -- writing ---------------------------------------------------------
     def put(self, environ, uri):
         if uri == self.repository.base_url:
             raise RepositoryError(405, "the root container cannot be replaced", allow=ROOT_ALLOW)
+        _check_name(uri.rsplit("/", 1)[1])
+        requested = requested_model(environ.get("HTTP_LINK", ""))
+        content_type = _bare(environ.get("CONTENT_TYPE", ""))
+        if requested is None and (not content_type or content_type in PARSERS):
+            # The common case, an RDF body and no Link type, needs no lookup first.
+            return self._put_rdf(environ, uri, None)
+        existing = self.repository.info(uri)
+        model = self._model(environ, existing)
+        if model == BINARY:
+            if existing is None and self.repository.tombstone(uri) is not None:
+                raise self._missing(uri)  # before streaming a body that could not be kept
+            return self._put_binary(environ, uri, self._receive(environ))
+        return self._put_rdf(environ, uri, model)
+
+    def _put_rdf(self, environ, uri, model):
         body = self._body(environ)
         media_type = self._media_type(environ, body)
-        container = _link_type(environ.get("HTTP_LINK", "")) != LDP + "RDFSource"
-        created, etag = self.repository.put(
-            uri, body, media_type, container=container,
-            if_match=environ.get("HTTP_IF_MATCH"), if_none_match=environ.get("HTTP_IF_NONE_MATCH"),
-        )
-        headers = [("ETag", f'"{etag}"')]
-        if created:
-            headers += [("Location", uri), ("Content-Type", "text/plain")]
-            return 201, headers, (uri + "\n").encode()
-        return 204, headers, b""
+        try:
+            created, info = self.repository.put_rdf(uri, body, media_type, model=model,
+                                                    if_match=environ.get("HTTP_IF_MATCH"),
+                                                    if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+        except IsBinary:  # a binary keeps its model: the body is its new bytes
+            upload = self.repository.binaries.receive(io.BytesIO(body), len(body), self.max_binary,
+                                                      *self._binary_properties(environ))
+            return self._put_binary(environ, uri, upload)
+        return responses.written(created, info.kind, uri, info.etag)
+
+    def _put_binary(self, environ, uri, upload):
+        """Record an upload as the binary ``uri``; the upload is discarded if refused."""
+        try:
+            created, etag = self.repository.put_binary(uri, upload, model_requested=BINARY,
+                                                       if_match=environ.get("HTTP_IF_MATCH"),
+                                                       if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+        except BaseException:
+            upload.discard()
+            raise
+        return responses.written(created, BINARY, uri, etag)
 
     def post(self, environ, uri):
         info = self.repository.info(uri)
         if info is None:
-            raise RepositoryError(404, f"<{uri}> does not exist")
+            raise self._missing(uri)
         if not info.container:
             raise RepositoryError(405, f"<{uri}> is not a container: POST is not allowed",
-                                  allow=SOURCE_ALLOW)
-        body = self._body(environ)
-        media_type = self._media_type(environ, body)
-        container = _link_type(environ.get("HTTP_LINK", "")) != LDP + "RDFSource"
+                                  allow=responses.allow(info, self.repository.base_url))
+        model = self._model(environ, None)
         slug = environ.get("HTTP_SLUG", "").strip()
         prefix = uri if uri.endswith("/") else uri + "/"
-        candidates = [slug] if slug and _SEGMENT.fullmatch(slug) and slug not in (".", "..") else []
-        for name in candidates + [uuid.uuid4().hex for _ in range(3)]:
+        candidates = []
+        if slug and _SEGMENT.fullmatch(slug) and slug not in (".", "..") and not slug.startswith(RESERVED_PREFIX):
+            # A Slug naming a live child or a tombstone is a hint not taken: the child gets a
+            # fresh name, as Fedora does, so a deleted URI is never reused (LDP 5.2.3.11).
+            candidates.append(slug)
+        names = candidates + [uuid.uuid4().hex for _ in range(3)]
+        if model == BINARY:
+            upload = self._receive(environ)
             try:
-                _, etag = self.repository.put(prefix + name, body, media_type, container=container,
-                                              if_none_match="*")
+                location, etag = self._create_first(
+                    prefix, names, lambda target: self.repository.put_binary(
+                        target, upload, model_requested=BINARY, if_none_match="*"))
+            except BaseException:
+                upload.discard()
+                raise
+        else:
+            body = self._body(environ)
+            media_type = self._media_type(environ, body)
+            location, etag = self._create_first(
+                prefix, names, lambda target: self.repository.put(target, body, media_type, model=model,
+                                                                  if_none_match="*"))
+        # The container's types (the request URI's), and the new binary's description.
+        links = responses.links(CONTAINER, uri) + (", " + responses.describedby(location) if model == BINARY else "")
+        headers = [("Location", location), ("ETag", f'"{etag}"'), ("Link", links),
+                   ("Content-Type", "text/plain")]
+        return 201, headers, (location + "\n").encode()
+
+    @staticmethod
+    def _create_first(prefix, names, create):
+        """Create at the first free name; (location, ETag).  A taken name is skipped, never overwritten."""
+        for name in names:
+            try:
+                _, etag = create(prefix + name)
             except RepositoryError as exc:
-                if exc.status == 412:  # that name is taken: try the next
+                if exc.status in (412, 410):  # that name is taken, or was: try the next
                     continue
                 raise
-            location = prefix + name
-            return 201, [("Location", location), ("ETag", f'"{etag}"'),
-                         ("Content-Type", "text/plain")], (location + "\n").encode()
+            return prefix + name, etag
         raise RepositoryError(409, "could not find a free name for the new resource")
+
+    def patch(self, environ, uri):
+        if uri == self.repository.base_url:
+            raise RepositoryError(405, "the root container cannot be changed", allow=ROOT_ALLOW)
+        update = self._update(environ)
+        info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
+        return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.links(info.kind, uri))], b""
 
 
 def _read(stream, size: int) -> bytes:
@@ -218,88 +481,11 @@ def _read(stream, size: int) -> bytes:
         raise RepositoryError(400, f"cannot read the request body: {type(exc).__name__}: {exc}") from None
 
 
-def _allow(info, base_url: str) -> str:
-    if info.uri == base_url:
-        return ROOT_ALLOW
-    return ALLOW if info.container else SOURCE_ALLOW
+def _bare(content_type: str) -> str:
+    """A media type without its parameters, lowercase."""
+    return content_type.split(";")[0].strip().lower()
 
 
-def _resource_headers(info, base_url: str) -> list[tuple[str, str]]:
-    links = [f'<{LDP}Resource>; rel="type"', f'<{LDP}RDFSource>; rel="type"']
-    if info.container:
-        links += [f'<{LDP}Container>; rel="type"', f'<{LDP}BasicContainer>; rel="type"']
-    headers = [("ETag", f'"{info.etag}"'), ("Link", ", ".join(links)), ("Allow", _allow(info, base_url))]
-    if info.container:
-        headers.append(("Accept-Post", ", ".join(PARSERS)))
-    return headers
-
-
-def _error(status: int, message: str, allow: str | None = None):
-    return status, [("Content-Type", "text/plain; charset=utf-8"), *(
-        [("Allow", allow or ALLOW)] if status == 405 else [])], (message + "\n").encode("utf-8")
-
-
-def _negotiate(accept: str) -> str | None:
-    """The best of SERIALIZERS for an Accept header (q-values honoured).
-
-    >>> _negotiate("application/n-triples;q=0.9, text/turtle;q=0.5")
-    'application/n-triples'
-    >>> _negotiate("*/*"), _negotiate("")
-    ('text/turtle', 'text/turtle')
-    >>> _negotiate("image/png") is None
-    True
-    """
-    if not accept.strip():
-        return SERIALIZERS[0]
-    best, best_q = None, 0.0
-    for n, item in enumerate(accept.split(",")):
-        parts = [p.strip() for p in item.split(";")]
-        media = parts[0].lower()
-        q = 1.0
-        for param in parts[1:]:
-            if param.startswith("q="):
-                try:
-                    q = float(param[2:])
-                except ValueError:
-                    q = 0.0
-        if media in ("*/*", "text/*"):
-            candidate = SERIALIZERS[0]
-        elif media == "application/*":
-            candidate = SERIALIZERS[1]
-        elif media in SERIALIZERS:
-            candidate = media
-        else:
-            continue
-        if q > best_q:
-            best, best_q = candidate, q
-    return best
-
-
-def _prefer(header: str) -> tuple[bool, str | None]:
-    """(include containment?, the Preference-Applied value or None) from a Prefer header.
-
-    >>> _prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferContainment"')
-    (False, 'return=representation')
-    >>> _prefer('return=representation; include="http://www.w3.org/ns/ldp#PreferMinimalContainer"')
-    (False, 'return=representation')
-    >>> _prefer("return=minimal")
-    (False, 'return=minimal')
-    >>> _prefer("")
-    (True, None)
-    """
-    if "return=representation" in header:
-        omit = re.search(r'omit="([^"]*)"', header)
-        include = re.search(r'include="([^"]*)"', header)
-        omitted = omit.group(1).split() if omit else []
-        included = include.group(1).split() if include else []
-        if PREFER_CONTAINMENT in omitted or PREFER_MINIMAL in included:
-            return False, "return=representation"
-        return True, "return=representation"
-    if "return=minimal" in header:
-        return False, "return=minimal"
-    return True, None
-
-
-def _link_type(header: str) -> str | None:
-    match = re.search(r'<([^>]*)>\s*;\s*rel="?type"?', header)
-    return match.group(1) if match else None
+def _check_name(segment: str) -> None:
+    if segment.startswith(RESERVED_PREFIX):
+        raise RepositoryError(409, f"path segments starting with {RESERVED_PREFIX!r} are reserved by the server")

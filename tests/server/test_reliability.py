@@ -30,7 +30,14 @@ NT = {"Content-Type": "application/n-triples"}
 JSONLD = {"Content-Type": "application/ld+json"}
 AS_SOURCE = {**TTL, "Link": f'<{LDP}RDFSource>; rel="type"'}
 MAX_BODY = 256 * 1024
+MAX_BINARY = 1024 * 1024
 VICTIM = "/bad/victim"
+BLOB = "/bin/blob"  # a binary
+BLOB_BYTES = bytes(range(256)) * 40
+PNG = {"Content-Type": "image/png"}
+SPARQL = {"Content-Type": "application/sparql-update"}
+PREMIS = "http://www.loc.gov/premis/rdf/v1#"
+DIGEST_OF_NOTHING = "sha-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
 LDP_PREFIX = f"@prefix ldp: <{LDP}> .\n"
 
 
@@ -50,9 +57,9 @@ def case(name, method, path, status, body=None, headers=None, raw=None, shutdown
     return pytest.param(method, path, status, body, headers, raw, shutdown, id=name)
 
 
-def raw_put(path: str, headers: str, body: bytes = b"") -> bytes:
+def raw_put(path: str, headers: str, body: bytes = b"", content_type: str = "text/turtle") -> bytes:
     """A PUT request's bytes, verbatim (the body may be less than announced)."""
-    return (f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/turtle\r\n{headers}\r\n".encode()
+    return (f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n{headers}\r\n".encode()
             + body)
 
 
@@ -91,7 +98,9 @@ CORPUS = [
     case("rdf-xml", "PUT", VICTIM, 415, "<rdf:RDF/>", {"Content-Type": "application/rdf+xml"}),
     case("text-plain", "PUT", VICTIM, 415, '<> <http://e/p> "x" .', {"Content-Type": "text/plain"}),
     case("no-content-type", "PUT", VICTIM, 415, '<> <http://e/p> "x" .', {"Content-Type": ""}),
-    case("post-image-png", "POST", "/bad", 415, b"\x89PNG\r\n", {"Content-Type": "image/png"}),
+    case("post-png-as-rdf-source", "POST", "/bad", 415, b"\x89PNG\r\n",
+         {"Content-Type": "image/png", "Link": f'<{LDP}RDFSource>; rel="type"'}),
+    case("put-png-onto-rdf-source", "PUT", VICTIM, 415, b"\x89PNG\r\n", {"Content-Type": "image/png"}),
     # Bodies: 413 over the limit, 400 when broken.
     # Over the limit, the client sends 64 KiB and waits: the 413 comes at once, from the
     # declared length or from reading one byte past the limit of a chunked body.
@@ -125,9 +134,11 @@ CORPUS = [
     # Server-managed triples: 409.
     case("write-ldp-contains", "PUT", VICTIM, 409, LDP_PREFIX + "<> ldp:contains <x> .", TTL),
     case("write-basic-container-type", "PUT", VICTIM, 409, LDP_PREFIX + "<> a ldp:BasicContainer .", TTL),
-    case("create-with-container-type", "PUT", "/bad/new", 409, LDP_PREFIX + "<> a ldp:Container .", TTL),
+    case("create-source-with-container-type", "PUT", "/bad/new", 409, LDP_PREFIX + "<> a ldp:Container .",
+         AS_SOURCE),
     case("post-with-ldp-contains", "POST", "/bad", 409, LDP_PREFIX + "<> ldp:contains <x> .", TTL),
-    case("jsonld-rdfsource-type", "PUT", VICTIM, 409, f'{{"@id": "", "@type": "{LDP}RDFSource"}}', JSONLD),
+    case("jsonld-non-rdf-source-type", "PUT", VICTIM, 409, f'{{"@id": "", "@type": "{LDP}NonRDFSource"}}',
+         JSONLD),
     # Conditional requests: 412.
     case("if-match-stale", "PUT", VICTIM, 412, '<> <http://e/p> "x" .', {**TTL, "If-Match": '"stale"'}),
     case("if-none-match-star-existing", "PUT", VICTIM, 412, '<> <http://e/p> "x" .',
@@ -143,13 +154,67 @@ CORPUS = [
     # The root, unknown paths and methods, negotiation.
     case("put-root", "PUT", "/", 405, "", TTL),
     case("delete-root", "DELETE", "/", 405),
-    case("patch", "PATCH", VICTIM, 405, "", TTL),
+    case("patch-with-turtle", "PATCH", VICTIM, 415, "", TTL),
     case("unknown-method", "FOO", "/", 405),
     case("lowercase-method", "get", "/", 400, raw=b"get / HTTP/1.1\r\nHost: x\r\n\r\n"),
     case("get-missing", "GET", "/nope", 404),
     case("delete-missing", "DELETE", "/bad/nope", 404),
     case("options-missing", "OPTIONS", "/nope", 404),
     case("unacceptable", "GET", VICTIM, 406, None, {"Accept": "image/png"}),
+    # Interaction models: refused, never downgraded or changed.
+    case("direct-container", "PUT", "/bad/new", 409, "", {**TTL, "Link": f'<{LDP}DirectContainer>; rel="type"'}),
+    case("indirect-container-post", "POST", "/bad", 409, "",
+         {**TTL, "Link": f'<{LDP}IndirectContainer>; rel="type"'}),
+    case("two-models", "PUT", "/bad/new", 400, "", {**TTL, "Link": f'<{LDP}RDFSource>; rel="type", '
+                                                               f'<{LDP}NonRDFSource>; rel="type"'}),
+    case("source-to-binary", "PUT", VICTIM, 409, "x", {"Content-Type": "text/plain",
+                                                        "Link": f'<{LDP}NonRDFSource>; rel="type"'}),
+    case("source-to-container", "PUT", VICTIM, 409, "", {**TTL, "Link": f'<{LDP}BasicContainer>; rel="type"'}),
+    case("binary-to-source", "PUT", BLOB, 409, "", AS_SOURCE),
+    case("reserved-segment", "PUT", "/bad/fcr:x", 409, "", TTL),
+    case("put-under-binary", "PUT", BLOB + "/child", 409, "", TTL),
+    case("post-to-binary", "POST", BLOB, 405, "", TTL),
+    case("managed-about-another", "PUT", VICTIM, 409, LDP_PREFIX + "<../bad> ldp:contains <x> .", TTL),
+    case("put-constraints", "PUT", "/fcr:constraints", 405, "", TTL),
+    # Binaries: digests, ranges, limits, descriptions.
+    case("digest-mismatch", "PUT", BLOB, 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
+    case("digest-mismatch-new", "PUT", "/bin/new", 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
+    case("digest-mismatch-post", "POST", "/bin", 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
+    case("digest-unknown-algorithm", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "crc32=AAAAAA=="}),
+    case("digest-malformed-base64", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256=!!!"}),
+    case("digest-wrong-length", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256=AAAA"}),
+    case("digest-without-value", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256"}),
+    case("range-past-the-end", "GET", BLOB, 416, None, {"Range": f"bytes={len(BLOB_BYTES)}-"}),
+    case("range-suffix-zero", "GET", BLOB, 416, None, {"Range": "bytes=-0"}),
+    case("binary-over-limit", "PUT", BLOB, 413, raw=raw_put(
+        BLOB, f"Content-Length: {MAX_BINARY + 1}\r\n", b"#" * 65536, content_type="image/png")),
+    case("binary-chunked-over-limit", "PUT", BLOB, 413, raw=raw_put(
+        BLOB, "Transfer-Encoding: chunked\r\n", chunks_of(b"#" * (MAX_BINARY + 8192)), content_type="image/png")),
+    case("binary-truncated", "PUT", BLOB, 400, raw=raw_put(
+        BLOB, "Content-Length: 100000\r\n", b"#" * 5000, content_type="image/png"), shutdown=True),
+    case("binary-truncated-new", "PUT", "/bin/new", 400, raw=raw_put(
+        "/bin/new", "Content-Length: 100000\r\n", b"#" * 5000, content_type="image/png"), shutdown=True),
+    case("binary-if-match-stale", "PUT", BLOB, 412, b"x", {**PNG, "If-Match": '"stale"'}),
+    case("description-of-rdf-source", "GET", VICTIM + "/fcr:metadata", 404),
+    case("description-changes-size", "PUT", BLOB + "/fcr:metadata", 409,
+         f'<> <{PREMIS}hasSize> "1"^^<http://www.w3.org/2001/XMLSchema#long> .', TTL),
+    case("description-malformed", "PUT", BLOB + "/fcr:metadata", 400, "<> <http://e/p> .", TTL),
+    case("delete-description", "DELETE", BLOB + "/fcr:metadata", 405),
+    case("tombstone-of-a-live-resource", "DELETE", VICTIM + "/fcr:tombstone", 404),
+    # PATCH: SPARQL Update only, well formed, on the resource's own triples.
+    case("patch-malformed", "PATCH", VICTIM, 400, "INSERT DATA { <> <http://e/p> ", SPARQL),
+    case("patch-not-utf8", "PATCH", VICTIM, 400, b'INSERT DATA { <> <http://e/p> "\xff" }', SPARQL),
+    case("patch-load", "PATCH", VICTIM, 400, "LOAD <http://127.0.0.1:9/x>", SPARQL),
+    case("patch-drop", "PATCH", VICTIM, 400, "DROP ALL", SPARQL),
+    case("patch-named-graph", "PATCH", VICTIM, 400, 'INSERT DATA { GRAPH <http://e/g> { <> <http://e/p> "x" } }',
+         SPARQL),
+    case("patch-server-managed", "PATCH", VICTIM, 409, f"INSERT DATA {{ <> <{LDP}contains> <x> }}", SPARQL),
+    case("patch-delete-types", "PATCH", VICTIM, 409, "DELETE WHERE { <> ?p ?o }", SPARQL),
+    case("patch-if-match-stale", "PATCH", VICTIM, 412, 'INSERT DATA { <> <http://e/p> "x" }',
+         {**SPARQL, "If-Match": '"stale"'}),
+    case("patch-binary", "PATCH", BLOB, 405, 'INSERT DATA { <> <http://e/p> "x" }', SPARQL),
+    case("patch-missing", "PATCH", "/bad/nope", 404, 'INSERT DATA { <> <http://e/p> "x" }', SPARQL),
+    case("patch-over-limit", "PATCH", VICTIM, 413, "#" * (MAX_BODY + 1), SPARQL),
 ]
 
 
@@ -157,26 +222,37 @@ CORPUS = [
 def corpus_server(tmp_path_factory):
     pytest.importorskip("gunicorn")
     tmp = tmp_path_factory.mktemp("corpus")
-    server = Server(tmp / "data", tmp / "serve.log", "--max-body", str(MAX_BODY)).start()
+    server = Server(tmp / "data", tmp / "serve.log", "--max-body", str(MAX_BODY),
+                    "--max-binary", str(MAX_BINARY)).start()
     w = Workload(children=1, seed=1, parent="bad", base=server.base)
     assert server.request("PUT", "/bad", "", TTL).status == 201
     assert server.request("PUT", VICTIM, w.child(0).turtle, AS_SOURCE).status == 201
     original = user_triples(get_nt(server, VICTIM).body)
     assert len(original) == 200
     server.victim = original
+    assert server.request("PUT", "/bin", "", TTL).status == 201
+    assert server.request("PUT", BLOB, BLOB_BYTES, PNG).status == 201
+    server.blob_etag = server.request("HEAD", BLOB).header("ETag")
+    server.blob_description = server.request("GET", BLOB + "/fcr:metadata").body
     yield server
     if server.running:
         server.stop()
 
 
 def assert_intact(server):
-    """Healthy, and exactly what the setup wrote: the root holds /bad, /bad holds the victim."""
+    """Healthy, and exactly what the setup wrote: the root holds /bad and /bin, /bad holds
+    the victim, /bin the binary (same bytes, same ETag, same description), no stray file."""
     assert server.running, server.log()
     assert server.request("GET", "/").status == 200
-    assert contained(server, "/") == [server.base + "bad"]
+    assert sorted(contained(server, "/")) == [server.base + "bad", server.base + "bin"]
     assert contained(server, "/bad") == [server.base + "bad/victim"]
     assert user_triples(get_nt(server, VICTIM).body) == server.victim
     assert user_triples(get_nt(server, "/bad").body) == set()
+    assert contained(server, "/bin") == [server.base + "bin/blob"]
+    blob = server.request("GET", BLOB)
+    assert blob.body == BLOB_BYTES and blob.header("ETag") == server.blob_etag
+    assert server.request("GET", BLOB + "/fcr:metadata").body == server.blob_description
+    assert len(list((server.data / "binaries").iterdir())) == 1
 
 
 def test_corpus_is_large_enough():
@@ -191,8 +267,10 @@ def test_bad_request(corpus_server, method, path, status, body, headers, raw, sh
     else:
         resp = corpus_server.request(method, path, body, headers)
     assert resp.status == status, resp.body[:500]
-    if resp.status in (400, 409, 412, 413, 415) and raw is None:
+    if resp.status in (400, 405, 409, 410, 412, 413, 415, 416) and raw is None:
         assert resp.body.strip(), "an error says why"
+        assert len(resp.body.strip().splitlines()) == 1, "in one line"
+        assert f'rel="{LDP}constrainedBy"' in resp.header("Link"), "and links to the constraints"
     if path == VICTIM and status == 400 and raw is None and method == "PUT":
         assert b"malformed" in resp.body or b"unsupported" in resp.body, resp.body
     assert_intact(corpus_server)
@@ -279,7 +357,8 @@ def test_sigkill_during_ingest_loses_nothing_acknowledged(serve, tmp_path):
     rounds = 4
     data, port = tmp_path / "crash", free_port()
     base = f"http://127.0.0.1:{port}/"  # same port every time: same IRIs
-    w = Workload(children=2000, seed=5, parent="crash", base=base)
+    # Enough children for every round to be cut short: about 1,000 go in per round on a fast machine.
+    w = Workload(children=8000, seed=5, parent="crash", base=base)
     rng = random.Random(20240)
     acked: set[int] = set()
     in_flight: set[int] = set()  # requests the kill interrupted: committed or not
@@ -346,3 +425,63 @@ def test_sigkill_during_ingest_loses_nothing_acknowledged(serve, tmp_path):
     assert verified >= acked and len(acked) >= rounds
     assert server.stop() == 0
     assert check_store(data) == []
+
+
+# -- random requests ----------------------------------------------------------------------
+FUZZ_PATHS = ["/", "/c", "/c/s", "/c/b", "/c/b/fcr:metadata", "/c/s/fcr:metadata", "/fcr:constraints", "/c/gone",
+              "/c/gone/fcr:tombstone", "/fcr:metadata", "/fcr:tombstone", "/c/fcr:x", "/c/b/x", "/nope/fcr:metadata"]
+FUZZ_HEADERS = [
+    {}, TTL, PNG, SPARQL, {"Content-Type": ";;;"}, {"Link": "<"}, {"Link": f'<{LDP}DirectContainer>; rel="type"'},
+    {"Link": f"<{LDP}NonRDFSource>; rel=type"}, {"Link": f'<{LDP}Resource>; rel="type"'},
+    {"Range": "bytes=abc"}, {"Range": "bytes=-"}, {"Range": "bytes=5-1"}, {"Range": "bytes=1-2"},
+    {"Range": "bytes=999999-"}, {"Want-Digest": "sha-256;q=abc, md5"}, {"Want-Digest": ";;"}, {"Digest": "="},
+    {"Digest": "sha-256=%%%"}, {"Digest": "md5=AAAAAAAAAAAAAAAAAAAAAA=="}, {"Slug": "fcr:metadata"},
+    {"Slug": "../x"}, {"Slug": "ok"}, {"Content-Disposition": "attachment; filename*=bad''%ZZ"},
+    {"Content-Disposition": 'filename="\\'}, {"Prefer": 'return=representation; omit="'}, {"If-Match": "*"},
+    {"If-None-Match": "*"}, {"If-Match": '"x"'}, {"Accept": "image/png"}, {"Accept": "application/ld+json;q=abc"},
+]
+FUZZ_BODIES = [b"", b"<> <http://e/p> 1 .", b"\xff\xfe", b"INSERT DATA { <> <http://e/p> 2 }",
+               b"DELETE WHERE { ?s ?p ?o }", b"{", b"x" * 70000,
+               f"@prefix ldp: <{LDP}> . <> a ldp:Resource, ldp:RDFSource .".encode()]
+
+
+def test_random_requests_are_never_a_500(tmp_path):
+    """3,000 requests mixing methods, paths (reserved ones too), headers and bodies, in-process."""
+    from lakebench.server.app import LdpApplication
+    from lakebench.server.repository import Repository
+
+    from .conftest import call
+
+    repo = Repository(tmp_path / "store", "http://test.example/", durable=False)
+    app = LdpApplication(lambda: repo, max_body=1 << 16, max_binary=1 << 18)
+
+    def request(method, path, body=b"", headers=None):
+        r = call(app, method, path, body, headers)
+        return r.status, r.body
+
+    def reset():  # the fixtures back, tombstones gone
+        for path in ("/c", "/c/s", "/c/b", "/c/gone"):
+            request("DELETE", path + "/fcr:tombstone")
+        request("PUT", "/c", b"", TTL)
+        request("PUT", "/c/s", b"<> <http://e/p> 1 .", AS_SOURCE)
+        request("PUT", "/c/b", b"bytes", PNG)
+        request("PUT", "/c/gone", b"", TTL)
+        request("DELETE", "/c/gone")
+
+    rng = random.Random(2024)
+    seen = set()
+    for i in range(3000):
+        if i % 20 == 0:
+            reset()
+        headers = {}
+        for _ in range(rng.randrange(3)):
+            headers.update(rng.choice(FUZZ_HEADERS))
+        method = rng.choice(["GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS", "FOO"])
+        path, body = rng.choice(FUZZ_PATHS), rng.choice(FUZZ_BODIES)
+        status, answer = request(method, path, body, headers)
+        assert status < 500, (method, path, body[:60], headers, answer)
+        seen.add(status)
+    assert {200, 201, 204, 206, 400, 404, 405, 409, 410, 413, 415, 416} <= seen
+    assert not [p for p in (tmp_path / "store" / "binaries").iterdir() if p.name.startswith(".tmp")]
+    repo.close()
+    assert check_store(tmp_path / "store") == []

@@ -11,10 +11,12 @@ from lakebench.server.repository import (
     LDP,
     META_GRAPH,
     SERVER_GRAPH,
+    TOMBSTONE_GRAPH,
     Repository,
     RepositoryError,
     iri,
 )
+from lakebench.server.vocabulary import CONTAINER
 
 from .conftest import TEST_BASE, check_store
 
@@ -108,9 +110,10 @@ def test_missing_parent_and_non_container_parent(repository):
 
 @pytest.mark.parametrize("body,status", [
     (b"<> <http://www.w3.org/ns/ldp#contains> <x> .", 409),
-    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:BasicContainer .", 409),
-    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:Resource .", 409),
+    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:NonRDFSource .", 409),
+    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <../p> a ldp:BasicContainer .", 409),  # another's
     (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <> a ldp:DirectContainer .", 409),
+    (b"@prefix ldp: <http://www.w3.org/ns/ldp#> . <../p> ldp:contains <../p/old> .", 409),
     (b'<> <http://e/p> "unterminated .', 400),
     (b"<> <http://e/p> << <a> <b> <c> >> .", 400),  # RDF 1.2: pyoxigraph reads it, the store not
     (b'<> <http://e/p> "x"@en--ltr .', 400),
@@ -161,17 +164,23 @@ def test_delete_is_recursive_and_leaves_no_trace(repository):
     for uri in ("p", "p/a", "p/a/b", "p/c"):
         assert repository.info(B + uri) is None
         assert quads(repository, c=iri(B + uri)) == []
-        assert quads(repository, s=iri(B + uri)) == []
+        tombstones = [iri(TOMBSTONE_GRAPH)] if uri == "p" else []  # only the deleted one has one
+        assert [q[3] for q in quads(repository, s=iri(B + uri))] == tombstones
     assert repository.children(B) == []
-    # Only the root is left: its types and its ETag.
-    assert {q[3] for q in quads(repository)} == {iri(SERVER_GRAPH), iri(META_GRAPH)}
+    # Only the root is left (its types and its ETag), and the tombstone of p.
+    assert {q[3] for q in quads(repository)} == {iri(SERVER_GRAPH), iri(META_GRAPH), iri(TOMBSTONE_GRAPH)}
+    assert [q[0] for q in quads(repository, c=iri(TOMBSTONE_GRAPH))] == [iri(B + "p")]
     with pytest.raises(RepositoryError) as exc:
         repository.delete(B + "p")
-    assert exc.value.status == 404
+    assert exc.value.status == 410
     with pytest.raises(RepositoryError) as exc:
         repository.delete(B)
     assert exc.value.status == 405
-    # The same path can be created again.
+    # The same path can be created again once its tombstone is deleted.
+    with pytest.raises(RepositoryError) as exc:
+        repository.put(B + "p", b"", TURTLE)
+    assert exc.value.status == 410
+    repository.delete_tombstone(B + "p")
     assert repository.put(B + "p", b"", TURTLE)[0]
 
 
@@ -200,7 +209,7 @@ def test_container_of_10000_children_is_streamed(repository):
     repository.put(B + "big", b"", TURTLE)
     with repository.env.begin(write=True) as txn:  # 10,000 empty children in one go
         for k in range(10_000):
-            repository._create(txn, f"{B}big/c{k:05d}", container=True, parent=B + "big")
+            repository._create(txn, f"{B}big/c{k:05d}", CONTAINER, parent=B + "big")
     info, chunks = repository.representation(B + "big", TURTLE, chunk_size=1 << 14)
     assert not isinstance(chunks, (bytes, list, tuple))
     sizes, body = [], []

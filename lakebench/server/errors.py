@@ -1,0 +1,18 @@
+"""The one exception of the server: a request refused, with its HTTP status."""
+from __future__ import annotations
+
+
+class RepositoryError(Exception):
+    """A request the repository refuses; ``status`` is the HTTP status to answer.
+
+    ``allow`` is the Allow header of a 405; ``headers`` are any others the
+    answer needs (a 410's link to its tombstone, a 416's Content-Range).
+    """
+
+    def __init__(self, status: int, message: str, allow: str | None = None,
+                 headers: list[tuple[str, str]] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.allow = allow
+        self.headers = headers or []

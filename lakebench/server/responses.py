@@ -1,0 +1,121 @@
+"""The shapes of the server's answers: status lines, the headers of each kind
+of resource (LDP type links, Allow, Accept-Post, Accept-Patch), and a file
+range as a WSGI body.  No repository, no request."""
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
+from lakebench.server.rdfbody import PARSERS
+from lakebench.server.vocabulary import BINARY, CONTAINER, METADATA_SEGMENT, MODEL_TYPES, RDF_SOURCE
+
+#: The methods each kind of resource takes (the root can be neither replaced nor deleted).
+CONTAINER_ALLOW = "GET, HEAD, PUT, POST, PATCH, DELETE, OPTIONS"
+ROOT_ALLOW = "GET, HEAD, POST, OPTIONS"
+SOURCE_ALLOW = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
+BINARY_ALLOW = "GET, HEAD, PUT, DELETE, OPTIONS"
+DESCRIPTION_ALLOW = "GET, HEAD, PUT, PATCH, OPTIONS"
+TOMBSTONE_ALLOW = "DELETE, OPTIONS"
+CONSTRAINTS_ALLOW = "GET, HEAD, OPTIONS"
+
+#: What a POST to a container takes: RDF, and anything else as a binary.
+ACCEPT_POST = ", ".join((*PARSERS, "*/*"))
+CHUNK = 1 << 16
+STATUS = {
+    200: "200 OK", 201: "201 Created", 204: "204 No Content", 206: "206 Partial Content",
+    304: "304 Not Modified", 400: "400 Bad Request", 404: "404 Not Found",
+    405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 410: "410 Gone",
+    411: "411 Length Required", 412: "412 Precondition Failed", 413: "413 Content Too Large",
+    415: "415 Unsupported Media Type", 416: "416 Range Not Satisfiable",
+    500: "500 Internal Server Error", 507: "507 Insufficient Storage",
+}
+MODEL_NAMES = {CONTAINER: "ldp:BasicContainer", RDF_SOURCE: "ldp:RDFSource", BINARY: "ldp:NonRDFSource"}
+
+
+def written(created: bool, kind: str, uri: str, etag: str):
+    """The answer to a PUT: 201 with Location, or 204; the new ETag and the type links."""
+    headers = [("ETag", f'"{etag}"'), ("Link", links(kind, uri))]
+    if created:
+        headers += [("Location", uri), ("Content-Type", "text/plain")]
+        return 201, headers, (uri + "\n").encode()
+    return 204, headers, b""
+
+
+class FileRange:
+    """Bytes ``[start, stop)`` of a file, read in chunks; closing closes the file."""
+
+    def __init__(self, path, start: int, stop: int):
+        self._file = open(path, "rb")
+        self._file.seek(start)
+        self._left = stop - start
+
+    def __iter__(self):
+        while self._left > 0:
+            chunk = self._file.read(min(CHUNK, self._left))
+            if not chunk:
+                break
+            self._left -= len(chunk)
+            yield chunk
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def content_type(media_type: str) -> str:
+    # JSON media types define no charset parameter (RFC 8259); the others are UTF-8 text.
+    return media_type if media_type == "application/ld+json" else f"{media_type}; charset=utf-8"
+
+
+def allow(info, base_url: str) -> str:
+    """The methods a resource takes."""
+    if info.uri == base_url:
+        return ROOT_ALLOW
+    return {CONTAINER: CONTAINER_ALLOW, RDF_SOURCE: SOURCE_ALLOW, BINARY: BINARY_ALLOW}[info.kind]
+
+
+def describedby(uri: str) -> str:
+    # anchor: the link is about the binary, also when the request went to its container (POST).
+    return f'<{uri}/{METADATA_SEGMENT}>; rel="describedby"; anchor="{uri}"'
+
+
+def type_links(kind: str) -> list[str]:
+    """``Link`` values naming the LDP types of a kind of resource."""
+    return [f'<{t}>; rel="type"' for t in MODEL_TYPES[kind]]
+
+
+def links(kind: str, uri: str) -> str:
+    """The Link header of a resource: its LDP types (LDP 4.2.1.4), a binary's description."""
+    return ", ".join(type_links(kind) + ([describedby(uri)] if kind == BINARY else []))
+
+
+def resource_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
+    """The headers of a resource on GET, HEAD and OPTIONS."""
+    methods = allow(info, base_url)
+    headers = [("Link", links(info.kind, info.uri)), ("Allow", methods)]
+    if etag:
+        headers.insert(0, ("ETag", f'"{info.etag}"'))
+    if info.container:
+        headers.append(("Accept-Post", ACCEPT_POST))
+    if "PATCH" in methods:
+        headers.append(("Accept-Patch", SPARQL_UPDATE))
+    return headers
+
+
+def description_links(uri: str) -> str:
+    """The Link header of a binary's description: an RDF source that describes it."""
+    return ", ".join(type_links(RDF_SOURCE) + [f'<{uri}>; rel="describes"'])
+
+
+def description_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
+    headers = [("Link", description_links(info.uri)), ("Allow", DESCRIPTION_ALLOW),
+               ("Accept-Patch", SPARQL_UPDATE)]
+    if etag:
+        headers.insert(0, ("ETag", f'"{info.etag}"'))
+    return headers
+
+
+def disposition(filename: str) -> str:
+    """A Content-Disposition naming ``filename`` (ASCII fallback, and RFC 6266's ``filename*``)."""
+    ascii_name = filename.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -1,0 +1,52 @@
+"""The IRIs the server writes and reserves: LDP, the terms of binary
+descriptions (as Fedora names them), and the store graphs the server keeps
+its own triples in."""
+from __future__ import annotations
+
+LDP = "http://www.w3.org/ns/ldp#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+PREMIS = "http://www.loc.gov/premis/rdf/v1#"
+EBUCORE = "http://www.ebu.ch/metadata/ontologies/ebucore/ebucore#"
+FEDORA = "http://fedora.info/definitions/v4/repository#"
+
+LDP_CONTAINS = LDP + "contains"
+CONSTRAINED_BY = LDP + "constrainedBy"
+
+#: The three interaction models the server implements, by the LDP types it writes for each.
+CONTAINER = "container"
+RDF_SOURCE = "rdfsource"
+BINARY = "binary"
+MODEL_TYPES = {
+    CONTAINER: (LDP + "Resource", LDP + "RDFSource", LDP + "Container", LDP + "BasicContainer"),
+    RDF_SOURCE: (LDP + "Resource", LDP + "RDFSource"),
+    BINARY: (LDP + "Resource", LDP + "NonRDFSource"),
+}
+#: Every LDP interaction type: only the server may state these of a resource.
+LDP_TYPES = frozenset(MODEL_TYPES[CONTAINER] + (LDP + "NonRDFSource", LDP + "DirectContainer",
+                                                LDP + "IndirectContainer"))
+
+#: What a binary's description holds that the server writes (a client may restate, not change).
+HAS_SIZE = PREMIS + "hasSize"
+HAS_DIGEST = PREMIS + "hasMessageDigest"
+HAS_MIME_TYPE = EBUCORE + "hasMimeType"
+FILENAME = EBUCORE + "filename"
+CREATED = FEDORA + "created"
+LAST_MODIFIED = FEDORA + "lastModified"
+DESCRIPTION_PREDICATES = frozenset((HAS_SIZE, HAS_DIGEST, HAS_MIME_TYPE, FILENAME, CREATED, LAST_MODIFIED))
+
+#: Store graphs of the server's own triples.
+SERVER_GRAPH = "urn:lakebench:server"      # shown: LDP types, ldp:contains, binary descriptions
+META_GRAPH = "urn:lakebench:meta"          # never shown: ETags, binary file names
+TOMBSTONE_GRAPH = "urn:lakebench:tombstones"  # never shown: deleted URIs and when
+ETAG = "urn:lakebench:etag"
+DESCRIPTION_ETAG = "urn:lakebench:description-etag"
+BINARY_FILE = "urn:lakebench:file"
+DELETED = "urn:lakebench:deleted"
+
+#: Path segments the server reserves (Fedora's names for a binary's description,
+#: a tombstone, and the constraints document); no resource may take them.
+RESERVED_PREFIX = "fcr:"
+METADATA_SEGMENT = "fcr:metadata"
+TOMBSTONE_SEGMENT = "fcr:tombstone"
+CONSTRAINTS_SEGMENT = "fcr:constraints"

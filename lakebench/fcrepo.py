@@ -30,7 +30,6 @@ describe: 4.x (ModeShape; 4.7.5 is the default and the tested one) and 6.x
 from __future__ import annotations
 
 import argparse
-import atexit
 import hashlib
 import http.client
 import json
@@ -38,7 +37,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from lakebench import process
 
 # -- constants --------------------------------------------------------------
 
@@ -74,9 +74,6 @@ HOME_DIR = "home"
 TMP_DIR = "tmp"
 
 JAVA_INSTALL_HINT = "install a Java runtime with: apt-get install -y openjdk-17-jre-headless"
-
-# Loopback requests must never go through an HTTP proxy from the environment.
-_LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class FedoraError(RuntimeError):
@@ -233,22 +230,6 @@ def fetch(version: str = DEFAULT_VERSION, cache_dir: str | Path | None = None, *
 
 # -- helpers for starting ---------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 def find_java(java: str = "java") -> str:
     """The path of the ``java`` executable, or a FedoraError saying how to install one."""
     found = shutil.which(java)
@@ -386,26 +367,6 @@ def java_command(java: str, artifacts: FedoraArtifacts, webapp: Path, data_dir: 
     ]
 
 
-def _log_tail(path: Path, lines: int = 20) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    tail = text.splitlines()[-lines:]
-    return "\n".join("    " + line for line in tail) if tail else "(log is empty)"
-
-
-def _http_status(url: str, timeout: float = 5.0) -> int | None:
-    """HTTP status of a GET, or None if nothing answered."""
-    try:
-        with _LOCAL_OPENER.open(url, timeout=timeout) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except (urllib.error.URLError, OSError):
-        return None
-
-
 # -- the running process ----------------------------------------------------
 
 class FedoraProcess:
@@ -460,7 +421,7 @@ class FedoraProcess:
 
     def is_ready(self) -> bool:
         """Whether ``/rest/`` answers 200 now."""
-        return _http_status(self.base_url) == 200
+        return process.http_status(self.base_url) == 200
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL as a last resort.
@@ -573,13 +534,13 @@ def start(version: str = DEFAULT_VERSION, port: int | None = None, data_dir: str
     if running is not None:
         raise FedoraError(f"Fedora {running.version} is already running on {data_dir} "
                           f"at {running.base_url} (pid {running.pid}); stop it first")
-    if port is not None and not _port_is_free(port):
+    if port is not None and not process.port_is_free(port):
         raise FedoraError(f"port {port} on 127.0.0.1 is already in use")
 
     artifacts = fetch(version, cache_dir, progress=progress)
     webapp = prepare_webapp(artifacts)
     if port is None:
-        port = free_port()  # chosen after the download, to narrow the window for a clash
+        port = process.free_port()  # chosen after the download, to narrow the window for a clash
 
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / HOME_DIR).mkdir(exist_ok=True)
@@ -607,41 +568,14 @@ def start(version: str = DEFAULT_VERSION, port: int | None = None, data_dir: str
     # Written before the wait so that `stop` from another shell finds a booting Fedora.
     _write_state(fedora)
     try:
-        _wait_ready(fedora, popen, timeout)
+        process.wait_ready(popen, fedora.base_url, timeout, what=f"Fedora {fedora.version}",
+                           log_path=fedora.log_path, error=FedoraError, interval=0.5)
     except BaseException:  # also Ctrl-C: never leave a half-started JVM behind
         fedora.stop(timeout=10)
         raise
     if not detach:
-        _ATTACHED.append(fedora)
+        process.stop_at_exit(fedora)
     return fedora
-
-
-# Fedoras started without detach belong to this Python process: stop any
-# still running when it exits, so a forgotten stop() leaves no JVM behind.
-_ATTACHED: list[FedoraProcess] = []
-
-
-@atexit.register
-def _stop_attached() -> None:
-    for fedora in _ATTACHED:
-        if fedora.is_running():
-            fedora.stop(timeout=10)
-
-
-def _wait_ready(fedora: FedoraProcess, popen: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        code = popen.poll()
-        if code is not None:
-            raise FedoraError(f"Fedora {fedora.version} exited with code {code} while starting; "
-                              f"log {fedora.log_path} ends with:\n{_log_tail(fedora.log_path)}")
-        if _http_status(fedora.base_url, timeout=5) == 200:
-            return
-        if time.monotonic() > deadline:
-            raise FedoraError(f"Fedora {fedora.version} did not answer 200 at {fedora.base_url} "
-                              f"within {timeout:g} s; log {fedora.log_path} ends with:\n"
-                              f"{_log_tail(fedora.log_path)}")
-        time.sleep(0.5)
 
 
 # -- command line -----------------------------------------------------------

@@ -36,7 +36,6 @@ of it.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -55,7 +54,8 @@ from pathlib import Path
 import psutil
 
 from lakebench import lakesuperior_py311
-from lakebench.fcrepo import _http_status, _log_tail, _port_is_free, default_cache_dir, free_port
+from lakebench import process
+from lakebench.fcrepo import default_cache_dir
 
 # -- constants --------------------------------------------------------------
 
@@ -164,7 +164,7 @@ def _run(cmd: list, what: str, log: Path, **kwargs) -> None:
                               stdin=subprocess.DEVNULL, **kwargs)
     if done.returncode != 0:
         raise LakesuperiorError(f"{what} failed (exit code {done.returncode}); {log} ends with:\n"
-                                f"{_log_tail(log)}")
+                                f"{process.log_tail(log)}")
 
 
 def _check_python(python: str) -> None:
@@ -422,7 +422,7 @@ class LakesuperiorProcess:
         return self._process() is not None
 
     def is_ready(self) -> bool:
-        return _http_status(self.base_url) == 200
+        return process.http_status(self.base_url) == 200
 
     def processes(self) -> list[psutil.Process]:
         """The master and every process under it (its workers)."""
@@ -545,11 +545,11 @@ def start(port: int | None = None, data_dir: str | Path = "lakesuperior-data", w
     if running is not None:
         raise LakesuperiorError(f"LAKEsuperior is already running on {data_dir} at {running.base_url} "
                                 f"(pid {running.pid}); stop it first")
-    if port is not None and not _port_is_free(port):
+    if port is not None and not process.port_is_free(port):
         raise LakesuperiorError(f"port {port} on 127.0.0.1 is already in use")
     inst = fetch(cache_dir, progress=progress)
     if port is None:
-        port = free_port()
+        port = process.free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     configure(inst, data_dir, port, workers)
     if not (data_dir / REPOSITORY_DIR / "ldprs_store" / "data.mdb").exists():
@@ -573,39 +573,14 @@ def start(port: int | None = None, data_dir: str | Path = "lakesuperior-data", w
                                  create_time=create_time, popen=popen)
     _write_state(server)
     try:
-        _wait_ready(server, popen, timeout)
+        process.wait_ready(popen, server.base_url, timeout, what="LAKEsuperior", log_path=server.log_path,
+                           error=LakesuperiorError)
     except BaseException:
         server.stop(timeout=10)
         raise
     if not detach:
-        _ATTACHED.append(server)
+        process.stop_at_exit(server)
     return server
-
-
-_ATTACHED: list[LakesuperiorProcess] = []
-
-
-@atexit.register
-def _stop_attached() -> None:
-    for server in _ATTACHED:
-        if server.is_running():
-            server.stop(timeout=10)
-
-
-def _wait_ready(server: LakesuperiorProcess, popen: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        code = popen.poll()
-        if code is not None:
-            raise LakesuperiorError(f"LAKEsuperior exited with code {code} while starting; log "
-                                    f"{server.log_path} ends with:\n{_log_tail(server.log_path)}")
-        if _http_status(server.base_url, timeout=5) == 200:
-            return
-        if time.monotonic() > deadline:
-            raise LakesuperiorError(f"LAKEsuperior did not answer 200 at {server.base_url} within "
-                                    f"{timeout:g} s; log {server.log_path} ends with:\n"
-                                    f"{_log_tail(server.log_path)}")
-        time.sleep(0.2)
 
 
 # -- command line -----------------------------------------------------------

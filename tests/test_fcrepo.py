@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lakebench import fcrepo
+from lakebench import fcrepo, process
 
 JETTY_KEY = ("org.eclipse.jetty", "jetty-runner", fcrepo.JETTY_RUNNER_VERSION, "jar")
 FAKE_WAR = b"not really a war, but bytes to checksum\n" * 1000
@@ -104,7 +104,7 @@ def test_fetch_verifies_against_sha1_file_and_then_works_offline(maven, monkeypa
     assert art.jetty_runner.read_bytes() == FAKE_JAR
     assert leftovers(cache) == sorted([art.war.name, art.war.name + ".sha1", art.jetty_runner.name])
     # Offline (nothing answers at this address): the cached, verified files are used.
-    again = fcrepo.fetch("9.9.9", cache, repository=f"http://127.0.0.1:{fcrepo.free_port()}/",
+    again = fcrepo.fetch("9.9.9", cache, repository=f"http://127.0.0.1:{process.free_port()}/",
                          progress=False)
     assert again == art
 
@@ -202,7 +202,7 @@ def test_progress_only_when_asked(maven, monkeypatch, tmp_path, capsys):
 # -- starting without a JVM ---------------------------------------------------
 
 def test_free_port_is_a_bindable_loopback_port():
-    port = fcrepo.free_port()
+    port = process.free_port()
     assert 1024 <= port <= 65535
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # still free

@@ -57,8 +57,12 @@ __all__ = [
 DEFAULT_MAP_SIZE = 256 << 20
 _MAX_GROWTHS = 24
 #: A batch is committed after this many logged writes, or this many bytes of log.
-DEFAULT_BATCH_WRITES = 256
-DEFAULT_BATCH_BYTES = 32 << 20
+#: 1,024: at 30,000 children a batch's commit dirties most leaves of the hash
+#: and object indexes whatever its size, so larger batches amortize it
+#: (per child 0.96 ms at 256, 0.73 at 1,024, 0.68 at 4,096, nosync 0.51),
+#: for about 170 MB of dirty pages held in memory until the commit.
+DEFAULT_BATCH_WRITES = 1024
+DEFAULT_BATCH_BYTES = 64 << 20
 #: The meta key holding the sequence number of the last log record in the store.
 _APPLIED = "wal_seq"
 _SEQ = struct.Struct(">Q")

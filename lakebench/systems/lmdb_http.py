@@ -10,10 +10,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 
-from lakebench.fcrepo import free_port
+from lakebench import process
 from lakebench.systems.base import SystemFailure
 from lakebench.systems.ldp import LdpSystem
 
@@ -25,7 +23,7 @@ class LmdbHttpSystem(LdpSystem):
     durability = "durable"
 
     def start_server(self) -> str:
-        port = free_port()
+        port = process.free_port()
         self.store_dir = self.data_dir / "store"
         self.log_path = self.data_dir / "serve.log"
         command = [
@@ -38,19 +36,13 @@ class LmdbHttpSystem(LdpSystem):
                                        stdin=subprocess.DEVNULL)
         self.server_pid = self.server.pid
         base = f"http://127.0.0.1:{port}/"
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.server.poll() is not None:
-                raise SystemFailure(f"lakebench serve exited with {self.server.returncode}; "
-                                    f"see {self.log_path}")
-            try:
-                with urllib.request.urlopen(base, timeout=2) as reply:
-                    if reply.status == 200:
-                        return base
-            except OSError:
-                time.sleep(0.1)
-        self.close()
-        raise SystemFailure(f"lakebench serve did not answer within {READY_TIMEOUT:.0f} s; see {self.log_path}")
+        try:
+            process.wait_ready(self.server, base, READY_TIMEOUT, what="lakebench serve", log_path=self.log_path,
+                               error=SystemFailure, interval=0.1)
+        except SystemFailure:
+            self.close()
+            raise
+        return base
 
     def disk_path(self):
         return self.store_dir

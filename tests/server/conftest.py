@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import lakebench
+from lakebench.process import free_port  # noqa: F401 - the tests import it from here
 from lakebench.server.app import LdpApplication
 from lakebench.server.repository import LDP, Repository
 
@@ -34,12 +35,6 @@ PACKAGE_ROOT = str(Path(lakebench.__file__).resolve().parent.parent)
 TEST_BASE = "http://test.example/"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 LDP_CONTAINS = LDP + "contains"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.client
-import json
 import os
 import re
 import shutil
@@ -463,10 +462,7 @@ class FedoraProcess:
 
 
 def _read_state(data_dir: Path) -> dict:
-    try:
-        return json.loads((Path(data_dir) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
+    return process.read_state(Path(data_dir) / STATE_FILE)
 
 
 def _write_state(fedora: FedoraProcess) -> None:
@@ -478,10 +474,7 @@ def _write_state(fedora: FedoraProcess) -> None:
         "create_time": fedora.create_time,
         "log": str(fedora.log_path),
     }
-    path = fedora.data_dir / STATE_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    os.replace(tmp, path)
+    process.write_state(fedora.data_dir / STATE_FILE, state)
 
 
 def status(data_dir: str | Path = "fcrepo-data") -> FedoraProcess | None:

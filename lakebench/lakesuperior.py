@@ -463,10 +463,7 @@ class LakesuperiorProcess:
 
 
 def _read_state(data_dir: Path) -> dict:
-    try:
-        return json.loads((Path(data_dir) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
+    return process.read_state(Path(data_dir) / STATE_FILE)
 
 
 def _write_state(server: LakesuperiorProcess) -> None:
@@ -479,10 +476,7 @@ def _write_state(server: LakesuperiorProcess) -> None:
         "create_time": server.create_time,
         "log": str(server.log_path),
     }
-    path = server.data_dir / STATE_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    os.replace(tmp, path)
+    process.write_state(server.data_dir / STATE_FILE, state)
 
 
 def status(data_dir: str | Path = "lakesuperior-data") -> LakesuperiorProcess | None:

@@ -14,6 +14,8 @@ True
 from __future__ import annotations
 
 import atexit
+import json
+import os
 import socket
 import subprocess
 import time
@@ -80,6 +82,22 @@ def wait_ready(popen: subprocess.Popen, url: str, timeout: float, *, what: str, 
             raise error(f"{what} did not answer 200 at {url} within {timeout:g} s; log {log_path} "
                         f"ends with:\n{log_tail(log_path)}")
         time.sleep(interval)
+
+
+def read_state(path: Path) -> dict:
+    """A server's state file (pid, port, ...), or {} when absent or unreadable."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_state(path: Path, state: dict) -> None:
+    """Write a server's state file atomically (a reader sees the old or the new one)."""
+    path = Path(path)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 # Servers started attached belong to this Python process: those still running

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from lakebench.store import LmdbStore, LogError, StoreError, check
+from lakebench.store import LmdbStore, StoreError, check
 from lakebench.store.terms import iri
 from lakebench.store.wal import WriteAheadLog, decode_changes, encode_changes
 

@@ -33,6 +33,9 @@ commit per write instead (several processes may then write one store).
 """
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import struct
 import threading
 from pathlib import Path
@@ -47,10 +50,19 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.store.terms import DEFAULT_GRAPH, term
-from lakebench.store.wal import LogError, LoggedTxn, WriteAheadLog, decode_changes, encode_changes, replay
+from lakebench.store.wal import (
+    LogError,
+    LoggedTxn,
+    WriteAheadLog,
+    decode_changes,
+    encode_changes,
+    replay,
+    share_writers_lock,
+)
 
 __all__ = [
-    "LmdbStore", "check", "StoreError", "ParseError", "MapFullError", "LmdbError", "LogError", "DEFAULT_GRAPH",
+    "LmdbStore", "check", "StoreError", "ParseError", "MapFullError", "LmdbError", "LogError", "NoSpaceError",
+    "DEFAULT_GRAPH",
 ]
 
 #: Initial map size; the map doubles whenever it is three quarters full or full.
@@ -71,6 +83,18 @@ LOG_FILE = "wal"
 #: one environment twice in a process (closing the second drops the first's
 #: locks); doing it anyway was seen to crash an unrelated writer process.
 _OPEN: dict[Path, "LmdbStore"] = {}
+_logger = logging.getLogger("lakebench.store")
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class NoSpaceError(StoreError):
+    """A write failed for lack of disk space; nothing of it was kept, and the
+    store stays readable and writable once space is freed."""
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether ``exc`` (an OSError or an LMDB error) means the disk is full."""
+    return getattr(exc, "errno", None) in _NO_SPACE or getattr(exc, "code", None) in _NO_SPACE
 
 
 class LmdbStore:
@@ -94,51 +118,77 @@ class LmdbStore:
             self.path.mkdir(parents=True, exist_ok=True)
         elif not (self.path / "data.mdb").exists():
             raise StoreError(f"no store at {self.path}")
-        key = self.path.resolve()
-        if key in _OPEN:
+        # Resolved once: a later chdir must not make close() miss the entry.
+        self._key = self.path.resolve()
+        if self._key in _OPEN:
             raise StoreError(f"{self.path}: the store is already open in this process")
         if log is None:
             log = durable
         log = log and not readonly
-        # nosync writes through the memory map (MDB_WRITEMAP): a commit is then
-        # only a meta-page update, about half the cost of an ingest.
-        self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
-                               writemap=not durable and not readonly and not log)
         self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
         self._log: WriteAheadLog | None = None
+        self._writers_lock = -1           # a writer without a log: its shared lock on the log file
         self._batch: Txn | None = None    # the open LMDB write transaction (log mode)
         self._batch_records = 0           # logged writes in it
         self._owner: int | None = None    # the thread that opened it
+        # True while the batch may not hold what the log holds (a rebuild or a
+        # batch commit failed): the next read or write builds it again first.
+        self._stale = False
+        self._writing = False             # a write's op is running (writes do not nest)
         self._user: list | None = None    # changes of a begin()..commit() transaction (log mode)
         self._seq = 0                     # the last sequence number logged
         self.batch_writes = max(1, batch_writes)
         self.batch_bytes = batch_bytes
+        self.env = None
         log_path = self.path / LOG_FILE
         # Without a log of its own, a writer still recovers one left by a crash.
         recover_only = not log and not readonly and log_path.exists() and log_path.stat().st_size > 0
-        if log or recover_only:
-            try:
+        try:
+            # The log's lock first: opening LMDB may take its writer lock, which
+            # a live batch of another process holds for as long as it lives.
+            if log or recover_only:
                 self._log = WriteAheadLog(log_path, durable=durable)
+            elif not readonly:
+                self._writers_lock = share_writers_lock(log_path)
+            # nosync writes through the memory map (MDB_WRITEMAP): a commit is then
+            # only a meta-page update, about half the cost of an ingest.
+            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
+                                   writemap=not durable and not readonly and not log)
+            if self._log is not None:
                 self._recover()
-                if recover_only:
-                    self._log.truncate()
-                    self._log.close()
-                    self._log = None
-            except BaseException:
-                if self._log is not None:
-                    self._log.close()
-                self._abort_batch()
-                self.env.close()
-                raise
-        if readonly:
-            pending = pending_log_records(self.path, self.env)
-            if pending:
-                self.env.close()
-                raise StoreError(f"{self.path}: {pending} acknowledged write(s) are in the log only; "
-                                 "open the store for writing once to recover them")
-        else:
-            self._maybe_grow()
-        _OPEN[key] = self
+            if recover_only:
+                self._log.truncate()
+                self._log.close()
+                self._log = None
+                self._writers_lock = share_writers_lock(log_path)
+            if readonly:
+                pending = pending_log_records(self.path, self.env)
+                if pending:
+                    raise StoreError(f"{self.path}: {pending} acknowledged write(s) are in the log only; "
+                                     "open the store for writing once to recover them")
+            else:
+                self._maybe_grow()
+        except BaseException:
+            self._release()
+            raise
+        _OPEN[self._key] = self
+
+    def _release(self) -> None:
+        """Let go of everything open here, committing nothing."""
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._writers_lock >= 0:
+            os.close(self._writers_lock)
+            self._writers_lock = -1
+        self._abort_batch()
+        if self._pending is not None:
+            txn, _ = self._pending
+            self._pending = None
+            if txn.active:
+                txn.abort()
+        if self.env is not None:
+            self.env.close()
 
     @property
     def durability(self) -> str:
@@ -160,11 +210,11 @@ class LmdbStore:
         """A read transaction (a snapshot), for ``with store.read() as txn:``.
 
         While writes are pending here, it is a view of the write transaction
-        (its ``commit``/``abort``/``with`` do not end it), so it sees them.
+        (its ``commit``/``abort``/``with`` do not end it), so it sees them;
+        in log mode that is the batch, which only its thread may read.
         """
-        if self._batch is not None:
-            self._check_owner()
-            return _Borrowed(self._batch)
+        if self._batch is not None or self._stale:
+            return _Borrowed(self._open_batch())
         return self.env.begin()
 
     def begin(self) -> None:
@@ -209,12 +259,26 @@ class LmdbStore:
         flushed) before this returns; if it raises, none of its changes
         remain.  When the map is full the map is doubled and ``op`` run
         again: a write is never half done.  In a pending transaction
-        (:meth:`begin`), ``op`` joins it.
+        (:meth:`begin`), ``op`` joins it.  ``op`` must not write through
+        this store itself (StoreError): LMDB's writer lock is not reentrant.
         """
-        if self._log is not None:
-            return self._write_logged(op)
-        if self._pending is not None:
-            return self._write_pending(op)
+        if self._writing:
+            raise StoreError("a store write cannot start inside another one")
+        self._writing = True
+        try:
+            if self._log is not None:
+                return self._write_logged(op)
+            if self._pending is not None:
+                return self._write_pending(op)
+            return self._write_committed(op)
+        except (OSError, LmdbError) as exc:
+            if no_space(exc):
+                raise NoSpaceError(f"{self.path}: no space left on the device ({exc})") from exc
+            raise
+        finally:
+            self._writing = False
+
+    def _write_committed(self, op):
         for _ in range(_MAX_GROWTHS):
             txn = self.env.begin(write=True)
             try:
@@ -285,14 +349,25 @@ class LmdbStore:
         self._seq = seq
         self._batch_records += 1
         if self._batch_records >= self.batch_writes or self._log.size >= self.batch_bytes:
-            self._commit_batch()
+            try:
+                self._commit_batch()
+            except Exception as exc:  # e.g. a full disk
+                # The write is acknowledged: it is in the log, and the batch
+                # (rebuilt from the log if need be) is committed at a later write.
+                _logger.warning("%s: the batch could not be committed (%s); the log keeps its writes",
+                                self.path, exc)
+
+    def _begin_batch(self) -> Txn:
+        self._batch = self.env.begin(write=True)
+        self._owner = threading.get_ident()
+        return self._batch
 
     def _open_batch(self) -> Txn:
-        if self._batch is None:
-            self._batch = self.env.begin(write=True)
-            self._owner = threading.get_ident()
-        else:
-            self._check_owner()
+        if self._stale:
+            self._rebuild()
+        elif self._batch is None:
+            return self._begin_batch()
+        self._check_owner()
         return self._batch
 
     def _check_owner(self) -> None:
@@ -301,42 +376,59 @@ class LmdbStore:
             raise StoreError("the store's write batch belongs to another thread")
 
     def _commit_batch(self) -> None:
-        """Commit the batch with LMDB's fsync; the log then starts again."""
+        """Commit the batch with LMDB's fsync; the log then starts again.
+
+        On failure the batch is gone and is rebuilt from the log (now, or at
+        the next use if that fails too); nothing acknowledged is lost.
+        """
+        if self._stale:
+            self._rebuild()
         batch = self._batch
         if batch is None:
             return
         if self._user:
             raise StoreError("a pending transaction is open")
         self._check_owner()
-        batch.set_meta(_APPLIED, _SEQ.pack(self._seq))
         self._batch = None
-        self._batch_records = 0
         try:
+            batch.set_meta(_APPLIED, _SEQ.pack(self._seq))
             batch.commit()
-        except BaseException:
-            self._rebuild()  # still in the log: back into a new batch
+        except BaseException as exc:
+            if batch.active:
+                batch.abort()
+            self._stale = True
+            try:
+                self._rebuild(grow=isinstance(exc, MapFullError))
+            except Exception:
+                pass  # still stale: the next read or write tries again
             raise
+        self._batch_records = 0
         self._log.reset()
         self._maybe_grow()
 
     def _abort_batch(self) -> None:
         batch, self._batch = self._batch, None
         self._batch_records = 0
-        if batch is not None:
+        if batch is not None and batch.active:
             batch.abort()
 
     def _rebuild(self, grow: bool = False) -> None:
-        """Abort the batch and build it again from the log (and the pending
-        transaction's changes), growing the map first if asked."""
+        """Abort the batch and build it again from the log (the records up to
+        the last acknowledged one) and the pending transaction's changes,
+        growing the map first if asked.  Until it succeeds the store is stale."""
+        if self._batch is not None:
+            self._check_owner()
+        self._stale = True
         user = self._user or []
         for _ in range(_MAX_GROWTHS):
             self._abort_batch()
             if grow:
                 self.env.grow()
-            batch = self._open_batch()
+            batch = self._begin_batch()
             try:
                 applied = _applied(batch)
-                records = [(seq, payload) for seq, payload in self._log.records() if seq > applied]
+                # A record past self._seq is one whose flush failed: never acknowledged.
+                records = [(seq, payload) for seq, payload in self._log.records() if applied < seq <= self._seq]
                 for _, payload in records:
                     replay(batch, payload)
                 if user:
@@ -345,6 +437,7 @@ class LmdbStore:
                 grow = True
                 continue
             self._batch_records = len(records)
+            self._stale = False
             return
         raise MapFullError(-30792, "the map is still full after growing it")
 
@@ -357,19 +450,22 @@ class LmdbStore:
         if pending and pending[0][0] != applied + 1:
             raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
                            f"records up to {applied}: records are missing")
-        self._seq = max([applied] + [seq for seq, _ in records])
+        self._seq = pending[-1][0] if pending else applied
         if pending:
             self._log.position_after(records)  # keep them until they are committed
             self._rebuild()
-            self._seq = pending[-1][0]
             self._commit_batch()
-        else:
-            self._seq = applied
 
     def _maybe_grow(self) -> None:
         info = self.env.info()
         if info["used_bytes"] * 4 > info["map_size"] * 3 and self.env.open_txns == 0:
-            self.env.grow()
+            try:
+                self.env.grow()
+            except (OSError, LmdbError) as exc:
+                if not no_space(exc):
+                    raise
+                # Only ahead of need: a write that fills the map grows it (or fails) itself.
+                _logger.warning("%s: the map could not grow ahead of need (%s)", self.path, exc)
 
     # -- the fast path -------------------------------------------------------
     def ingest(self, data: bytes, graph, *, format: str = "nt", base: str | None = None,
@@ -450,13 +546,18 @@ class LmdbStore:
         """Commit a pending transaction and the batch, and close the store."""
         if self.env.closed:
             return
-        self.commit()
-        if self._log is not None:
-            self._commit_batch()
-            self._log.truncate()  # everything is in data.mdb: the log costs no disk at rest
-            self._log.close()
-        self.env.close()
-        _OPEN.pop(self.path.resolve(), None)
+        if self._batch is not None:
+            self._check_owner()  # only the batch's thread may commit or abort it
+        try:
+            self.commit()
+            if self._log is not None:
+                self._commit_batch()
+                self._log.truncate()  # everything is in data.mdb: the log costs no disk at rest
+        finally:
+            # Whatever failed above is still in the log (or was never
+            # acknowledged): the next open recovers it.
+            self._release()
+            _OPEN.pop(self._key, None)
 
     def __enter__(self) -> "LmdbStore":
         return self

@@ -46,6 +46,8 @@ import struct
 import zlib
 from typing import Iterator
 
+from lakebench._store import StoreError
+
 _HEADER = struct.Struct("<4sQII")
 _MAGIC = b"LBW1"
 _U32 = struct.Struct("<I")
@@ -95,6 +97,8 @@ class WriteAheadLog:
     # -- writing -----------------------------------------------------------
     def append(self, seq: int, payload: bytes) -> None:
         """Write one record at the tail and, when durable, fdatasync it."""
+        if len(payload) > MAX_RECORD:
+            raise LogError(f"a write of {len(payload)} bytes is larger than a log record may be ({MAX_RECORD})")
         header = _HEADER.pack(_MAGIC, seq, len(payload), _crc(seq, payload))
         record = header + payload
         written = os.pwrite(self._fd, record, self._offset)
@@ -144,6 +148,23 @@ class WriteAheadLog:
         if self._fd >= 0:
             os.close(self._fd)  # also releases the flock
             self._fd = -1
+
+
+def share_writers_lock(path: str | os.PathLike) -> int:
+    """Take, for a writer without a log, the shared lock on the log file at
+    ``path`` (created if absent) and return its descriptor; closing it frees the lock.
+
+    Writers without a log commit to LMDB one write at a time, so several may
+    share a store; a writer with a log holds LMDB's writer lock across its
+    batch, so the two kinds must not meet: each kind's lock excludes the other.
+    """
+    fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogError(f"{os.fspath(path)}: the store is open with its write-ahead log in another process") from None
+    return fd
 
 
 def _crc(seq: int, payload: bytes) -> int:
@@ -263,6 +284,9 @@ class _Reader:
         return [(self.term(), self.term(), self.term(), self.term()) for _ in range(n)]
 
 
+_NOT_LOGGED = frozenset({"commit", "abort", "set_meta"})
+
+
 class LoggedTxn:
     """A core write transaction that records its mutations for the log.
 
@@ -277,6 +301,10 @@ class LoggedTxn:
         self.changes: list[tuple[str, tuple]] = []
 
     def __getattr__(self, name):  # reads: count, quads, serialize, ...
+        if name in _NOT_LOGGED:
+            # Ending the batch or writing its bookkeeping is the store's job;
+            # from a logged write it would slip past the log.
+            raise StoreError(f"{name}() is not allowed inside a store write")
         return getattr(self._txn, name)
 
     def _apply(self, name: str, args: tuple):

@@ -37,7 +37,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     base = base_url or f"http://{host}:{port}/"
     # The store's write-ahead log belongs to one process: with several
     # workers, every write is an LMDB commit of its own instead.
-    log = durability == "durable" and workers == 1
+    log = workers == 1
     app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
                    max_binary, log=log)
     # Open (and create) the store once before forking, so a bad data

@@ -29,7 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lakebench.server.errors import RepositoryError
+from lakebench.server.errors import RepositoryError, insufficient_storage
+from lakebench.store import no_space
 
 CHUNK = 1 << 16
 DEFAULT_MAX_BINARY = 64 << 30
@@ -105,8 +106,10 @@ class BinaryFiles:
                 if self.durable:
                     out.flush()
                     os.fsync(out.fileno())
-        except BaseException:
+        except BaseException as exc:
             upload.discard()
+            if isinstance(exc, OSError) and no_space(exc):
+                raise insufficient_storage() from None
             raise
         upload.digests = {algorithm: h.hexdigest() for algorithm, h in hashes.items()}
         return upload
@@ -116,9 +119,14 @@ class BinaryFiles:
         if upload.name is None:
             name = uuid.uuid4().hex
             final = self.directory / name
-            os.rename(upload.path, final)
-            if self.durable:
-                _fsync_directory(self.directory)
+            try:
+                os.rename(upload.path, final)
+                if self.durable:
+                    _fsync_directory(self.directory)
+            except OSError as exc:
+                if no_space(exc):
+                    raise insufficient_storage() from None
+                raise
             upload.path, upload.name = final, name
         return upload.name
 

@@ -16,3 +16,8 @@ class RepositoryError(Exception):
         self.message = message
         self.allow = allow
         self.headers = headers or []
+
+
+def insufficient_storage() -> RepositoryError:
+    """The refusal of a write the disk has no room for (nothing of it was kept)."""
+    return RepositoryError(507, "no space left on the device: the write was not kept")

@@ -34,7 +34,7 @@ import pyoxigraph as ox
 from lakebench._store import render_ntriples_term
 from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
-from lakebench.server.errors import RepositoryError
+from lakebench.server.errors import RepositoryError, insufficient_storage
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
 from lakebench.server.rdfbody import (
     PARSERS,
@@ -68,7 +68,7 @@ from lakebench.server.vocabulary import (
     TOMBSTONE_GRAPH,
     XSD,
 )
-from lakebench.store import DEFAULT_MAP_SIZE, LmdbStore, MapFullError, ParseError
+from lakebench.store import DEFAULT_MAP_SIZE, LmdbStore, MapFullError, NoSpaceError, ParseError
 from lakebench.store.terms import iri, literal
 
 __all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "LDP", "PARSERS",
@@ -114,7 +114,7 @@ class Repository:
 
     def __init__(self, path: str | os.PathLike, base_url: str, durable: bool = True,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None):
-        # log: the store's write-ahead log (the default when durable), which one
+        # log: the store's write-ahead log (the default), which one
         # process owns; several worker processes need log=False.
         self.store = LmdbStore(path, durable=durable, map_size=map_size, log=log)
         self.binaries = BinaryFiles(self.store.path / "binaries", durable=durable)
@@ -149,6 +149,8 @@ class Repository:
             return self.store.write(op)
         except MapFullError:
             raise RepositoryError(507, "the store is full") from None
+        except NoSpaceError:
+            raise insufficient_storage() from None
 
     # -- reading ---------------------------------------------------------
     def _info(self, txn, uri: str) -> ResourceInfo | None:

@@ -28,8 +28,14 @@ the log is fdatasynced, and only then does the call return.  Every
 with LMDB's own fsync and the log starts again.  Reads through this store
 go through the batch, so they see every acknowledged write; a crash loses
 the batch, and the next open replays the log into the store.  One process
-owns a store's log at a time; ``log=False`` gives LMDB's plain durable
-commit per write instead (several processes may then write one store).
+owns a store's log at a time; ``log=False`` gives LMDB's plain commit
+per write instead (several processes may then write one store).
+
+``durable=False`` (nosync) takes the same path without the flushes.  The
+store never writes through LMDB's memory map (MDB_WRITEMAP): on a full disk
+that map is written where the filesystem has no block to give, and the
+process dies of SIGBUS; written with ``pwrite``, the same write fails with
+ENOSPC, which :class:`NoSpaceError` reports.
 """
 from __future__ import annotations
 
@@ -103,11 +109,10 @@ class LmdbStore:
     ``durable=True`` (default): a write returns once it is recoverable from
     stable storage, through the write-ahead log (see the module docstring),
     or, with ``log=False``, through LMDB's fsync of every commit.
-    ``durable=False`` (``nosync``) writes each commit to the OS without
-    fsync, through the memory map: a crashed process loses nothing
-    committed, an OS crash or power loss may lose the last commits or
-    damage the store (LMDB's MDB_NOSYNC contract, and what pyoxigraph does
-    by default).
+    ``durable=False`` (``nosync``) writes the log and each commit to the OS
+    without fsync: a crashed process loses nothing acknowledged, an OS crash
+    or power loss may lose the last writes or damage the store (LMDB's
+    MDB_NOSYNC contract, and what pyoxigraph does by default).
     """
 
     def __init__(self, path, *, durable: bool = True, create: bool = True, readonly: bool = False,
@@ -123,7 +128,7 @@ class LmdbStore:
         if self._key in _OPEN:
             raise StoreError(f"{self.path}: the store is already open in this process")
         if log is None:
-            log = durable
+            log = True
         log = log and not readonly
         self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
         self._log: WriteAheadLog | None = None
@@ -150,10 +155,7 @@ class LmdbStore:
                 self._log = WriteAheadLog(log_path, durable=durable)
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
-            # nosync writes through the memory map (MDB_WRITEMAP): a commit is then
-            # only a meta-page update, about half the cost of an ingest.
-            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
-                                   writemap=not durable and not readonly and not log)
+            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly)
             if self._log is not None:
                 self._recover()
             if recover_only:

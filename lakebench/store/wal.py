@@ -101,9 +101,11 @@ class WriteAheadLog:
             raise LogError(f"a write of {len(payload)} bytes is larger than a log record may be ({MAX_RECORD})")
         header = _HEADER.pack(_MAGIC, seq, len(payload), _crc(seq, payload))
         record = header + payload
-        written = os.pwrite(self._fd, record, self._offset)
-        if written != len(record):  # a short write: the tail is torn, keep the offset
-            raise OSError(f"short write to {self.path} ({written} of {len(record)} bytes)")
+        view, written = memoryview(record), 0
+        while written < len(record):
+            # A short write is retried: the retry says why it fell short (ENOSPC,
+            # usually).  On failure the offset stays: the torn tail is overwritten.
+            written += os.pwrite(self._fd, view[written:], self._offset + written)
         if self.durable:
             os.fdatasync(self._fd)
         self._offset += len(record)

@@ -248,9 +248,13 @@ def test_wsgi_app_streams_a_10000_child_container(repository, wsgi):
     """The application hands the server an iterator over the index scan, not one string."""
     base = repository.base_url
     assert wsgi("PUT", "/big", b"", {"Content-Type": "text/turtle"}).status == 201
-    with repository.env.begin(write=True) as txn:
+
+    def create_children(txn):
         for k in range(10_000):
             repository._create(txn, f"{base}big/c{k:05d}", RDF_SOURCE, parent=base + "big")
+
+    repository.store.write(create_children)
+    open_before = repository.env.open_txns  # the write batch: reads borrow it
     for accept in ("text/turtle", "application/n-triples"):
         r = wsgi("GET", "/big", headers={"Accept": accept})
         assert r.status == 200 and "content-length" not in r.headers
@@ -260,12 +264,12 @@ def test_wsgi_app_streams_a_10000_child_container(repository, wsgi):
         assert sum(map(len, chunks)) > 300_000  # in chunks of about 64 KiB
         assert len(chunks) >= 4 and max(map(len, chunks)) < 1 << 17
         assert b"".join(chunks).count(b"c0") >= 10_000
-    assert repository.env.open_txns == 0
+    assert repository.env.open_txns == open_before
     # HEAD and 304 end the read transaction without reading the scan.
     r = wsgi("HEAD", "/big")
-    assert r.status == 200 and list(r.iterable) == [] and repository.env.open_txns == 0
+    assert r.status == 200 and list(r.iterable) == [] and repository.env.open_txns == open_before
     r = wsgi("GET", "/big", headers={"If-None-Match": r.headers["etag"]})
-    assert r.status == 304 and repository.env.open_txns == 0
+    assert r.status == 304 and repository.env.open_txns == open_before
 
 
 def test_root_cannot_be_replaced_or_deleted(server):

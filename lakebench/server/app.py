@@ -91,6 +91,7 @@ class LdpApplication:
 
     def __call__(self, environ, start_response):
         try:
+            self.repository.upkeep()
             status, headers, body = self.handle(environ)
         except RepositoryError as exc:
             status, headers, body = self._error(exc.status, exc.message, exc.allow,

@@ -23,6 +23,7 @@ before the transaction that records them.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ from lakebench.store.terms import iri, literal
 __all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "LDP", "PARSERS",
            "SERVER_GRAPH", "META_GRAPH", "TOMBSTONE_GRAPH", "iri", "parent_of", "etag_matches"]
 
+#: How often a worker frees the reader slots of dead processes.
+UPKEEP_SECONDS = 60.0
+log = logging.getLogger("lakebench.server")
 CONTAINER_TYPES = MODEL_TYPES[CONTAINER]
 SOURCE_TYPES = MODEL_TYPES[RDF_SOURCE]
 #: How the store's Turtle serializer declares the ``ldp`` prefix.
@@ -134,6 +138,20 @@ class Repository:
                 self._create(txn, self.base_url, CONTAINER, parent=None)
 
         self._write(create_root)
+        self._upkept = -UPKEEP_SECONDS
+        self.upkeep()  # at start: slots a killed predecessor left
+
+    def upkeep(self, now: float | None = None) -> int:
+        """Periodic upkeep, at most every UPKEEP_SECONDS (the application calls
+        it per request): free the reader slots of dead worker processes; how many."""
+        now = time.monotonic() if now is None else now
+        if now - self._upkept < UPKEEP_SECONDS:
+            return 0
+        self._upkept = now
+        cleared = self.store.clear_stale_readers()
+        if cleared:
+            log.warning("freed %d reader slot(s) left by dead processes", cleared)
+        return cleared
 
     @property
     def env(self):

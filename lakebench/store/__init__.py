@@ -538,6 +538,12 @@ class LmdbStore:
     def contexts(self) -> list[bytes]:
         return self._read(lambda txn: txn.contexts())
 
+    def clear_stale_readers(self) -> int:
+        """Free the reader slots of processes that died holding a snapshot (a
+        killed worker, say); how many.  LMDB has ``max_readers`` slots, and a
+        stale one also keeps the pages of its snapshot from reuse."""
+        return self.env.reader_check()
+
     def check(self) -> "Problems":
         """The problems of the store as this store reads it (see :func:`check`)."""
         result = _check_env(self._read)

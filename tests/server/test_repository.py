@@ -265,3 +265,33 @@ def test_store_is_consistent_after_a_mixed_session(tmp_path):
     assert len(repo.children(B + "p")) == 20 - 7
     repo.close()
     assert check_store(tmp_path / "s") == []
+
+
+_DYING_READER = r"""
+import os, signal, sys
+from lakebench.store import LmdbStore
+store = LmdbStore(sys.argv[1], readonly=True)
+snapshot = store.read()  # takes a reader slot
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_reader_slots_of_killed_processes_are_freed_at_start_and_periodically(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "store"
+    Repository(path, TEST_BASE).close()
+
+    def killed_reader():
+        done = subprocess.run([sys.executable, "-c", _DYING_READER, str(path)], capture_output=True, timeout=60)
+        assert done.returncode == -9, done.stderr
+
+    killed_reader()
+    repository = Repository(path, TEST_BASE)  # upkeep at start freed it
+    assert repository.store.clear_stale_readers() == 0
+    killed_reader()
+    assert repository.upkeep() == 0  # not yet due
+    assert repository.upkeep(now=time.monotonic() + repository_module.UPKEEP_SECONDS) == 1
+    repository.close()

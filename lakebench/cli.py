@@ -148,8 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
     check.set_defaults(func=cmd_check)
 
-    from lakebench import fcrepo, lakesuperior, report, server
+    from lakebench import compare, fcrepo, lakesuperior, report, server
 
+    compare.add_parser(sub)
     fcrepo.add_parser(sub)
     lakesuperior.add_parser(sub)
     report.add_parser(sub)

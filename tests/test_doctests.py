@@ -6,7 +6,7 @@ import pytest
 
 MODULES = ["lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.results",
            "lakebench.monitor", "lakebench.report.fmt", "lakebench.loadtest", "lakebench.report.seed",
-           "lakebench.systems.lakesuperior", "lakebench.process"]
+           "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,162 @@
+"""``lakebench compare BASE NEW``: a run's results as ratios of another's.
+
+For each system and case (children, literal length) present in both runs,
+and each compared metric, the ratio NEW/BASE.  Every metric here is better
+lower, so a ratio above 1 is a slowdown (or more memory, more disk).  A
+metric is *worse* when its ratio exceeds the threshold and the difference
+exceeds the noise: twice the combined standard deviation of the two sides
+when they have repeats (``--repeat``), none otherwise.  A case that ran in
+BASE and failed in NEW is worse too.  The exit status is 1 when anything is
+worse, so the command can gate a CI job.
+
+>>> doc = {"systems": [{"name": "a", "status": "ok", "children": 10, "literal_length": 64,
+...                     "per_resource_ms": {"mean": 2.0, "p95": 3.0}}]}
+>>> [(c.metric, c.ratio, c.worse) for c in compare(doc, doc, threshold=1.1)]
+[('per resource', 1.0, False), ('p95', 1.0, False)]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from lakebench import results
+from lakebench.report import fmt
+
+DEFAULT_THRESHOLD = 1.10
+#: A difference within this many combined standard deviations is noise.
+NOISE_SIGMAS = 2.0
+
+#: (path in a system entry, label, how a value and its std print); all better lower.
+METRICS: tuple[tuple[str, str, Callable[[float, float | None], str]], ...] = (
+    ("per_resource_ms.mean", "per resource", fmt.millis),
+    ("per_resource_ms.p95", "p95", fmt.millis),
+    ("parent.first_seconds", "GET parent first", fmt.seconds),
+    ("parent.seconds", "GET parent steady", fmt.seconds),
+    ("peak_rss_bytes", "peak RSS", fmt.size),
+    ("disk_bytes", "disk", fmt.size),
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric of one case, BASE against NEW."""
+
+    case: str
+    metric: str
+    base: str
+    new: str
+    ratio: float | None
+    noise: float | None  # the noise as a fraction of BASE, when both sides have repeats
+    worse: bool
+
+
+def _case(entry: dict) -> tuple:
+    return entry.get("name"), entry.get("children"), entry.get("literal_length")
+
+
+def _label(entry: dict) -> str:
+    return f"{entry.get('name')} ({entry.get('children'):,} children, literal {entry.get('literal_length')})"
+
+
+def _std(entry: dict, path: str) -> float | None:
+    if entry.get("repeat", 1) < 2:
+        return None
+    return (entry.get("std") or {}).get(path, 0.0)  # absent: identical in every run
+
+
+def compare(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) -> list[Change]:
+    """The changes from ``base`` to ``new`` (two results documents), case by case."""
+    changes: list[Change] = []
+    new_cases = {_case(e): e for e in new["systems"]}
+    for old in base["systems"]:
+        entry = new_cases.get(_case(old))
+        if entry is None:
+            continue
+        label = _label(old)
+        if old.get("status") == "ok" and entry.get("status") != "ok":
+            changes.append(Change(label, "status", "ok", "FAILED", None, None, True))
+            continue
+        if old.get("status") != "ok" or entry.get("status") != "ok":
+            continue
+        for path, metric, show in METRICS:
+            before, after = results.get_path(old, path), results.get_path(entry, path)
+            if before is None or after is None:
+                continue
+            ratio = after / before if before else (1.0 if after == before else math.inf)
+            stds = (_std(old, path), _std(entry, path))
+            noise = math.hypot(*stds) if None not in stds else None
+            worse = ratio > threshold and (noise is None or after - before > NOISE_SIGMAS * noise)
+            changes.append(Change(label, metric, show(before, stds[0]), show(after, stds[1]), ratio,
+                                  noise / before if noise is not None and before else None, worse))
+    return changes
+
+
+def unmatched(base: dict, new: dict) -> tuple[list[str], list[str]]:
+    """Labels of the cases only BASE ran, and of those only NEW ran."""
+    base_cases = {_case(e): e for e in base["systems"]}
+    new_cases = {_case(e): e for e in new["systems"]}
+    return ([_label(e) for k, e in base_cases.items() if k not in new_cases],
+            [_label(e) for k, e in new_cases.items() if k not in base_cases])
+
+
+def table_rows(changes: list[Change]) -> list[list[str]]:
+    rows = [["case", "metric", "BASE", "NEW", "NEW/BASE", ""]]
+    for c in changes:
+        rows.append([c.case, c.metric, c.base, c.new, fmt.ratio(c.ratio), "WORSE" if c.worse else ""])
+    return rows
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "compare", help="ratios of a run's results to another's; exit 1 when one is worse",
+        description="Compare two results directories written by 'lakebench run': for each system "
+        "and case in both, the ratio NEW/BASE of the time per resource (mean, p95), the first and "
+        "steady parent GET, peak RSS and disk size (all better lower). A metric is worse when its "
+        "ratio exceeds --threshold and the difference exceeds twice the combined standard "
+        "deviation of the two runs (when both have --repeat > 1); a case that failed in NEW only "
+        "is worse. Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")
+    parser.add_argument("base", type=Path, metavar="BASE", help="results directory of the reference run")
+    parser.add_argument("new", type=Path, metavar="NEW", help="results directory of the run to judge")
+    parser.add_argument("--threshold", type=_ratio, default=DEFAULT_THRESHOLD, metavar="R",
+                        help=f"largest acceptable ratio NEW/BASE, at least 1 (default: {DEFAULT_THRESHOLD})")
+    parser.set_defaults(func=main)
+    return parser
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value >= 1):
+        raise argparse.ArgumentTypeError(f"must be a finite ratio of at least 1, got {text}")
+    return value
+
+
+def main(args) -> int:
+    documents = []
+    for directory in (args.base, args.new):
+        try:
+            documents.append(results.load(directory))
+        except (OSError, ValueError) as exc:
+            print(f"lakebench compare: error: {directory}: cannot read results.json ({exc})", file=sys.stderr)
+            return 2
+    base, new = documents
+    changes = compare(base, new, args.threshold)
+    only_base, only_new = unmatched(base, new)
+    if not changes:
+        print("lakebench compare: error: the two runs have no system and case in common", file=sys.stderr)
+        return 2
+    print(results.format_table(table_rows(changes)))
+    for label in only_base:
+        print(f"only in BASE: {label}")
+    for label in only_new:
+        print(f"only in NEW: {label}")
+    worse = [c for c in changes if c.worse]
+    print(f"{len(worse)} of {len(changes)} metric(s) worse than {args.threshold:.2f}x beyond the noise"
+          if worse else f"nothing worse than {args.threshold:.2f}x beyond the noise")
+    return 1 if worse else 0

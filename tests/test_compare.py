@@ -1,0 +1,101 @@
+"""``lakebench compare``: ratios of two real runs, the noise, the exit status."""
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lakebench import results
+from lakebench.compare import compare
+
+
+def _lakebench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lakebench.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A small real run, two repeats (so each metric has its noise)."""
+    out = tmp_path_factory.mktemp("compare") / "base"
+    done = _lakebench("run", "--systems", "lmdb-nosync,memory", "--children", "40", "--repeat", "2",
+                      "--retrievals", "3", "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def _altered(run_dir, tmp_path, change) -> str:
+    document = results.load(run_dir)
+    change(document)
+    out = tmp_path / "new"
+    out.mkdir()
+    (out / "results.json").write_text(json.dumps(document))
+    return str(out)
+
+
+def test_a_run_against_itself_is_all_ones_and_exits_0(run_dir):
+    done = _lakebench("compare", str(run_dir), str(run_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if "children" in line]
+    assert len(rows) >= 11  # two systems, six metrics (an in-memory store has no disk)
+    assert all(row.split()[-1] == "1.00x" for row in rows), done.stdout
+    assert "nothing worse" in done.stdout
+
+
+def test_a_slower_run_beyond_the_noise_exits_1(run_dir, tmp_path):
+    def slower(document):
+        entry = document["systems"][0]
+        entry["per_resource_ms"]["mean"] *= 3
+        entry.setdefault("std", {})["per_resource_ms.mean"] = entry["per_resource_ms"]["mean"] * 0.01
+
+    done = _lakebench("compare", str(run_dir), _altered(run_dir, tmp_path, slower))
+    assert done.returncode == 1, done.stdout + done.stderr
+    worse = [line for line in done.stdout.splitlines() if line.endswith("WORSE")]
+    assert len(worse) == 1 and "per resource" in worse[0] and "3.00x" in worse[0]
+
+
+def test_a_difference_within_the_noise_is_not_worse(run_dir):
+    base = results.load(run_dir)
+    new = copy.deepcopy(base)
+    for document, std in ((base, 1.0), (new, 1.0)):
+        entry = document["systems"][0]
+        entry["std"] = {"per_resource_ms.mean": std}
+        entry["repeat"] = 2
+        entry["per_resource_ms"]["mean"] = 1.0
+    new["systems"][0]["per_resource_ms"]["mean"] = 1.5  # 1.5x, but within 2 sigma of both sides
+    change = next(c for c in compare(base, new, threshold=1.1) if c.metric == "per resource"
+                  and c.case.startswith(base["systems"][0]["name"]))
+    assert change.ratio == pytest.approx(1.5)
+    assert change.noise == pytest.approx(2 ** 0.5)
+    assert not change.worse
+    new["std"] = None
+    new["systems"][0]["repeat"] = 1  # one side without repeats: no noise known, the threshold alone
+    change = next(c for c in compare(base, new, threshold=1.1) if c.metric == "per resource"
+                  and c.case.startswith(base["systems"][0]["name"]))
+    assert change.worse
+
+
+def test_a_case_that_fails_only_in_new_is_worse(run_dir, tmp_path):
+    def failed(document):
+        document["systems"][1]["status"] = "failed"
+        document["systems"][1]["error"] = "injected"
+
+    done = _lakebench("compare", str(run_dir), _altered(run_dir, tmp_path, failed))
+    assert done.returncode == 1
+    assert any("FAILED" in line and line.endswith("WORSE") for line in done.stdout.splitlines())
+
+
+@pytest.mark.parametrize("args", [["--threshold", "0.5"], ["--threshold", "nan"], ["--threshold", "x"]])
+def test_a_bad_threshold_is_one_line_and_exit_2(run_dir, args):
+    done = _lakebench("compare", str(run_dir), str(run_dir), *args)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_a_missing_results_directory_is_one_line_and_exit_2(run_dir, tmp_path):
+    done = _lakebench("compare", str(run_dir), str(tmp_path / "nowhere"))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "nowhere" in done.stderr

@@ -181,7 +181,7 @@ def _drive_with_locust(system, workload, spec, events):
     containment, minimal container).  Importing Locust monkey-patches this
     worker with gevent, which is why each run has a process of its own.
     """
-    from lakebench.loadtest import ingest_with_locust
+    from lakebench.locust.driver import ingest_with_locust
 
     wall_start = time.perf_counter()
     out = ingest_with_locust(system.base, workload, users=spec.get("users", 1))
@@ -348,7 +348,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         "options": config.options,
     }
     # lakebench's own loop gets its children from a producer process where a
-    # core is free for it; Locust users build their own (lakebench.loadtest).
+    # core is free for it; Locust users build their own (lakebench.locust).
     producer = feed_fd = None
     if config.driver == "client" and config.prefetch and prefetch.core_free():
         producer, feed_fd = prefetch.start_producer(w)

@@ -6,10 +6,10 @@
 ``--host`` is the server's base URL; the parent container ``{host}{parent}``
 must not exist yet.  The test stops by itself after exactly ``--children``
 PUTs and the three timed retrievals of the parent.  All logic is in
-:mod:`lakebench.loadtest`; see docs/locust.rst.
+:mod:`lakebench.locust`; see docs/locust.rst.
 """
 from locust import events
 
-from lakebench.loadtest import IngestUser, install_ingest  # noqa: F401  (Locust runs IngestUser)
+from lakebench.locust.ingest import IngestUser, install_ingest  # noqa: F401  (Locust runs IngestUser)
 
 install_ingest(events)

@@ -5,10 +5,10 @@
 
 Random children mostly, the parent now and then; children are discovered
 from the parent's ``ldp:contains`` triples, or given by ``--children``.
-Bounded by ``--run-time`` as usual.  Logic in :mod:`lakebench.loadtest`.
+Bounded by ``--run-time`` as usual.  Logic in :mod:`lakebench.locust`.
 """
 from locust import events
 
-from lakebench.loadtest import ReadUser, install_retrieve  # noqa: F401  (Locust runs ReadUser)
+from lakebench.locust.retrieve import ReadUser, install_retrieve  # noqa: F401  (Locust runs ReadUser)
 
 install_retrieve(events)

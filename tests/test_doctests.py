@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.results",
-           "lakebench.monitor", "lakebench.report.fmt", "lakebench.loadtest", "lakebench.report.seed",
+           "lakebench.monitor", "lakebench.report.fmt", "lakebench.locust.dispensing", "lakebench.locust.ingest",
+           "lakebench.locust.record", "lakebench.report.seed",
            "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare"]
 
 

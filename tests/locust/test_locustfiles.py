@@ -1,11 +1,10 @@
-"""Tests for lakebench.loadtest and locustfiles/: the workload through Locust.
+"""Tests for locustfiles/ and lakebench.locust: the workload through Locust.
 
 Importing Locust monkey-patches a process with gevent, so this module never
 imports it: Locust runs in subprocesses (``python -m locust -f ...`` and a
-``python -c`` for the library entry point).  The dispenser is tested as
-plain Python.  A small fake LDP server (a thread here) checks failures and
-links without Java; the tests marked ``fcrepo`` run against a real Fedora
-4.7.5 started once for the module.
+``python -c`` for the library entry point).  A small fake LDP server (a
+thread here) checks failures and links without Java; the tests marked
+``fcrepo`` run against a real Fedora 4.7.5 started once for the module.
 """
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import http.server
 import importlib.util
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -24,9 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from lakebench.loadtest import BlockQueue, IndexDispenser, Ledger, LoadTestError, block_size
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 INGEST = ROOT / "locustfiles" / "ingest.py"
 RETRIEVE = ROOT / "locustfiles" / "retrieve.py"
 
@@ -55,96 +51,6 @@ def csv_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
 
 GETS = [("GET", "GET parent (full)"), ("GET", "GET parent (omit containment)"),
         ("GET", "GET parent (minimal container)")]
-
-
-# -- the dispenser, without any server ------------------------------------------
-
-def test_dispenser_hands_out_each_index_once():
-    d = IndexDispenser(10)
-    got = [list(d.take(n)) for n in (3, 0, 4, 5, 2)]
-    assert got == [[0, 1, 2], [], [3, 4, 5, 6], [7, 8, 9], []]
-    assert d.remaining == 0
-
-
-def test_block_size_is_guided_and_capped():
-    assert block_size(1000, consumers=2, want=8) == 8
-    assert block_size(10, consumers=2, want=8) == 3  # ceil(10 / 4)
-    assert block_size(1, consumers=5, want=8) == 1
-    assert block_size(1000, consumers=1, want=500, cap=16) == 16
-    assert block_size(1000, consumers=1, want=0) == 1
-
-
-@pytest.mark.parametrize("first_alone", [False, True])
-@pytest.mark.parametrize("seed", range(4))
-def test_ledger_with_several_consumers_no_duplicates_no_gaps(seed, first_alone):
-    """Workers ask for blocks and complete indices in a random interleaving."""
-    rng = random.Random(seed)
-    total = 137
-    ledger = Ledger(total, cap=rng.choice([0, 5]), first_alone=first_alone)
-    queues = [BlockQueue() for _ in range(4)]
-    in_flight: list[int] = []
-    finished_calls = 0
-    created: list[int] = []
-    while not ledger.finished:
-        i = rng.randrange(len(queues))
-        q = queues[i]
-        if in_flight and rng.random() < 0.5:  # some PUT completes
-            index = in_flight.pop(rng.randrange(len(in_flight)))
-            created.append(index)
-            finished_calls += ledger.complete({"index": index, "ok": True})
-            continue
-        index = q.pop()
-        if index is None and not q.exhausted:
-            block = ledger.grant(want=rng.randint(1, 6), consumers=len(queues))
-            if block is None:  # the first child is out alone: nothing else may start
-                assert first_alone and in_flight == [0] and not created
-                continue
-            q.add(block)
-            index = q.pop()
-        if index is not None:
-            in_flight.append(index)
-    assert finished_calls == 1  # exactly one completion was the last
-    assert sorted(created) == list(range(total))
-    assert len(ledger.records) == total
-    assert all(len(q.queue) == 0 for q in queues)  # nothing granted was left unused
-    assert ledger.grant(want=10) == range(0)
-
-
-def test_first_alone_holds_every_grant_until_the_first_completes():
-    ledger = Ledger(10, first_alone=True)
-    assert ledger.grant(want=5) == range(0, 1)
-    assert ledger.grant(want=5) is None and ledger.waiting
-    ledger.complete({"index": 0})
-    assert ledger.grant(want=5) == range(1, 6)
-    assert not ledger.waiting
-    one = Ledger(1, first_alone=True)
-    assert one.grant() == range(0, 1) and one.grant() is None
-    one.complete({"index": 0})
-    assert one.grant() == range(0)  # exhausted, not waiting
-
-
-def test_ledger_refuses_duplicate_and_unknown_completions():
-    ledger = Ledger(3)
-    ledger.grant(2)
-    ledger.complete({"index": 0})
-    with pytest.raises(LoadTestError, match="twice"):
-        ledger.complete({"index": 0})
-    with pytest.raises(LoadTestError, match="without being granted"):
-        ledger.complete({"index": 2})
-
-
-def test_aborted_ledger_grants_nothing():
-    ledger = Ledger(5)
-    ledger.abort("parent exists")
-    assert ledger.grant(3) == range(0)
-
-
-def test_block_queue_marks_exhaustion():
-    q = BlockQueue()
-    q.add(range(4, 6))
-    assert (q.pop(), q.pop(), q.pop(), q.exhausted) == (4, 5, None, False)
-    q.add(range(0))
-    assert q.exhausted
 
 
 # -- a fake LDP server: failures and links, without Java ------------------------
@@ -232,6 +138,30 @@ def test_failed_puts_are_locust_failures_and_links_only_to_created(fake_ldp, tmp
     assert sorted(r["index"] for r in doc["requests"]) == list(range(n))
     assert doc["retrievals"]["full"]["contains"] == n - len(refused)
     assert server.dangling == []  # every internal link named a child that existed
+
+
+@needs_locust
+def test_forked_workers_share_one_dispenser_then_the_read_mix(fake_ldp, tmp_path):
+    """Master and two workers (``--processes 2``) send each index once; then the read mix reads what exists."""
+    server, base = fake_ldp
+    n = 30
+    done = run_locust(INGEST, base, "-u", "2", "-r", "2", "--processes", "2", "--children", str(n), "--parent", "pw",
+                      "--csv", "pw", "--lakebench-out", "pw.json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]  # the refused children are failures
+    refused = [k for k in range(n) if k % 7 == 3]
+    assert csv_counts(tmp_path / "pw_stats.csv")[("PUT", "PUT child")] == (n, len(refused))
+    doc = json.loads((tmp_path / "pw.json").read_text())
+    assert doc["mode"] == "master" and doc["complete"]
+    assert sorted(r["index"] for r in doc["requests"]) == list(range(n))
+    assert all("node" in r for r in doc["requests"])
+    assert doc["retrievals"]["full"]["contains"] == n - len(refused)
+    assert server.dangling == []
+
+    reads = run_locust(RETRIEVE, base, "-u", "2", "-r", "2", "-t", "2s", "--parent", "pw", "--csv", "rd",
+                       cwd=tmp_path, timeout=60)
+    assert reads.returncode == 0, reads.stderr[-3000:]
+    got, failed = csv_counts(tmp_path / "rd_stats.csv")[("GET", "GET child")]
+    assert got > 0 and failed == 0
 
 
 # -- against a real Fedora ------------------------------------------------------
@@ -322,7 +252,8 @@ def test_ingest_with_processes_creates_exactly_n(fedora, tmp_path):
 
 LIBRARY_RUN = """
 import json, sys
-from lakebench.loadtest import LoadTestError, ingest_with_locust
+from lakebench.locust import LoadTestError
+from lakebench.locust.driver import ingest_with_locust
 from lakebench.workload import Workload
 base, pid = sys.argv[1], int(sys.argv[2])
 r = ingest_with_locust(base, Workload(children=20, seed=3, parent="lib"), users=2, server_pid=pid,
@@ -353,22 +284,3 @@ def test_library_entry_point(fedora, tmp_path):
     assert out["samples"] > 0
     assert "already exists" in out["again"]
     assert containment(fedora.base_url, "lib") == 20
-
-
-@needs_locust
-def test_client_ceiling_runs(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "lakebench.loadtest", "ceiling", "--seconds", "1", "--user", "fast"],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["user"] == "FastHttpUser" and got["failures"] == 0
-    assert got["requests_per_second"] > 100 and got["client_cpu_us_per_request"] > 0
-
-
-def test_doctests_of_loadtest():
-    import doctest
-
-    import lakebench.loadtest
-
-    result = doctest.testmod(lakebench.loadtest)
-    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,59 @@
+"""Locust as a library: how lakebench's runner drives its ingest through Locust (``--driver locust``)."""
+from __future__ import annotations
+
+import os
+
+from lakebench.locust import LoadTestError
+from lakebench.locust.coordination import LocalCoordinator
+from lakebench.locust.ingest import ingest_user_class
+from lakebench.locust.options import IngestConfig
+from lakebench.workload import Workload
+
+
+def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_rate: float | None = None,
+                       server_pid: int | None = None, data_dir: str | os.PathLike | None = None, *,
+                       monitor_interval: float = 0.5, monitor_tail: float = 0.0, first_alone: bool = True,
+                       timeout: float | None = None) -> dict:
+    """Ingest ``workload`` into the LDP server at ``base_url`` with Locust as a library.
+
+    The same ``IngestUser`` as ``locustfiles/ingest.py``, in a local
+    runner with ``users`` users spawned at ``spawn_rate`` per second (default:
+    all at once).  Returns ``{"latencies": [seconds per PUT, completion
+    order], "failures": [records of failed PUTs], "retrievals": {"full" |
+    "omit_containment" | "minimal": {"seconds", "bytes", "body", "status",
+    "content_type", "contains"}}, "samples": [monitor samples], "requests":
+    [per-PUT records], ...}`` plus the totals of
+    :func:`lakebench.locust.record.summarize`.
+
+    ``first_alone``: see :class:`~lakebench.locust.dispensing.Ledger`.
+    Raises :class:`~lakebench.locust.LoadTestError` if the parent exists
+    already or the run does not finish within ``timeout`` seconds.  Imports
+    Locust, which monkey-patches this process with gevent: call it in a
+    fresh process.
+    """
+    import gevent
+    from locust.env import Environment
+
+    user_class = ingest_user_class()
+    config = IngestConfig(base_url=base_url, workload=workload, server_pid=server_pid,
+                          data_dir=str(data_dir) if data_dir is not None else None,
+                          monitor_interval=monitor_interval, monitor_tail=monitor_tail, first_alone=first_alone)
+    environment = Environment(user_classes=[user_class], host=config.base_url)
+    runner = environment.create_local_runner()
+    coordinator = LocalCoordinator(environment)
+    environment.lakebench = coordinator
+    environment.events.test_start.add_listener(lambda **_kw: coordinator.test_start(config))
+    try:
+        runner.start(users, spawn_rate or users)
+        if not runner.greenlet.join(timeout=timeout):
+            coordinator.error = coordinator.error or f"did not finish in {timeout} s"
+    finally:
+        runner.quit()  # no-op if the run finished; else stops the users
+        gevent.sleep(0)
+    if coordinator.error and coordinator.ledger is not None and not coordinator.ledger.records:
+        raise LoadTestError(coordinator.error)
+    if coordinator.result is None:
+        coordinator.quitting()
+    if not coordinator.result["complete"]:
+        raise LoadTestError(coordinator.error or "ingest did not complete")
+    return coordinator.result

@@ -1,0 +1,93 @@
+"""What a Locust run is told: the locustfiles' options, and the ingest's configuration.
+
+Locust's ``--help`` does not list these options (it is printed before the
+locustfile is read); docs/locust.rst lists them all.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from lakebench.locust import LoadTestError
+from lakebench.locust.ldp_requests import GET_NAMES
+from lakebench.workload import DEFAULT_PARENT, Workload
+
+
+@dataclass
+class IngestConfig:
+    """What an ingest run needs besides Locust's own options."""
+
+    base_url: str
+    workload: Workload
+    server_pid: int | None = None
+    data_dir: str | None = None
+    out: str | None = None
+    monitor_interval: float = 0.5
+    monitor_tail: float = 0.0
+    block_cap: int = 0  # largest block a worker may get (0: guided only)
+    first_alone: bool = True  # the first PUT is sent before any other (see Ledger)
+
+    def __post_init__(self) -> None:
+        if not self.base_url:
+            raise LoadTestError("no base URL: give the LDP server's base with --host, e.g. http://127.0.0.1:8080/rest/")
+        if not self.base_url.endswith("/"):
+            self.base_url += "/"
+
+    @property
+    def parent_url(self) -> str:
+        return self.base_url + self.workload.parent
+
+    @classmethod
+    def from_options(cls, options: Any, host: str | None) -> "IngestConfig":
+        workload = Workload(
+            children=options.children,
+            triples=options.graph_size,
+            literal_length=options.literal_length,
+            seed=options.seed,
+            parent=options.parent,
+        )
+        return cls(
+            base_url=host or "",
+            workload=workload,
+            server_pid=options.server_pid,
+            data_dir=options.data_dir,
+            out=options.lakebench_out,
+            monitor_interval=options.monitor_interval,
+            monitor_tail=options.monitor_tail,
+            block_cap=options.index_block,
+            first_alone=options.first_alone,
+        )
+
+
+def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ingest locustfile's options (Locust's ``init_command_line_parser``)."""
+    group = parser.add_argument_group("lakebench ingest", "the workload, and what to monitor")
+    group.add_argument("--children", type=int, default=10_000, help="children to create in total (default 10000)")
+    group.add_argument("--graph-size", type=int, default=200, help="triples per child (default 200)")
+    group.add_argument("--literal-length", type=int, default=64, help="characters per literal (default 64)")
+    group.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
+    group.add_argument("--parent", default=DEFAULT_PARENT, help="parent container name; must not exist yet (default parent)")
+    group.add_argument("--server-pid", type=int, default=None, help="process to sample (CPU, RSS, VMS) with its children")
+    group.add_argument("--data-dir", default=None, help="directory whose size is sampled")
+    group.add_argument("--lakebench-out", default=None, help="write monitor samples, retrievals and per-PUT latencies here (JSON)")
+    group.add_argument("--monitor-interval", type=float, default=0.5, help="seconds between samples (default 0.5)")
+    group.add_argument("--monitor-tail", type=float, default=0.0,
+                       help="keep sampling this many seconds after the retrievals before quitting (default 0)")
+    group.add_argument("--first-alone", action=argparse.BooleanOptionalAction, default=True,
+                       help="send the first PUT before all others, so a fresh server's first-use work "
+                            "(Fedora 4 registers namespace prefixes) is not raced (default: yes)")
+    group.add_argument("--index-block", type=int, default=0,
+                       help="distributed runs: most indices a worker gets at once (default 0: guided by what is left)")
+
+
+def add_retrieve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The read-mix locustfile's options."""
+    group = parser.add_argument_group("lakebench retrieve", "what to read")
+    group.add_argument("--parent", default=DEFAULT_PARENT, help="parent container name (default parent)")
+    group.add_argument("--children", type=int, default=0,
+                       help="read children c00000000.. of this count (default 0: discover them from the parent's ldp:contains)")
+    group.add_argument("--parent-ratio", type=float, default=0.05, help="share of requests that GET the parent (default 0.05)")
+    group.add_argument("--parent-variant", choices=sorted(GET_NAMES), default="full",
+                       help="how the parent is read (default full)")
+

@@ -1,0 +1,59 @@
+"""The record of an ingest run: totals of its PUTs, the ``--lakebench-out`` file, the closing log lines.
+
+docs/locust.rst ("The JSON record") documents the keys.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from lakebench.locust.ldp_requests import GET_NAMES
+from lakebench.results import percentile
+
+log = logging.getLogger("lakebench.locust")
+
+
+def summarize(records: list[dict]) -> dict:
+    """Totals of a list of PUT records (completion order); percentiles as in results.json.
+
+    >>> s = summarize([{"ok": True, "seconds": t, "start": 0.0, "end": t} for t in (0.1, 0.2, 0.3, 0.4)])
+    >>> s["created"], s["p50_seconds"], s["max_seconds"]
+    (4, 0.25, 0.4)
+    """
+    ok = [r for r in records if r["ok"]]
+    lat = sorted(r["seconds"] for r in records)
+    out = {"created": len(ok), "failed": len(records) - len(ok),
+           # seconds the users spent building the children's Turtle (before their clocks)
+           "generate_seconds": round(sum(r.get("generate_seconds", 0.0) for r in records), 6)}
+    if records:
+        out["ingest_seconds"] = round(max(r["end"] for r in records) - min(r["start"] for r in records), 6)
+        out["mean_seconds"] = sum(lat) / len(lat)
+        out["p50_seconds"] = percentile(lat, 50)
+        out["p95_seconds"] = percentile(lat, 95)
+        out["max_seconds"] = lat[-1]
+    return out
+
+
+def write_record(result: dict, out: str | os.PathLike) -> None:
+    """Write ``result`` to ``out`` as JSON (atomically), without the retrieved bodies."""
+    doc = dict(result)
+    doc["retrievals"] = {k: {f: v for f, v in r.items() if f != "body"} for k, r in doc["retrievals"].items()}
+    path = Path(out)
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def log_summary(result: dict) -> None:
+    """The run in a few log lines: the PUTs' totals, then each retrieval."""
+    r = result
+    if "mean_seconds" in r:
+        log.info("lakebench: %d children created, %d failed, in %.2f s (mean %.1f ms, p95 %.1f ms)",
+                 r["created"], r["failed"], r["ingest_seconds"], r["mean_seconds"] * 1e3, r["p95_seconds"] * 1e3)
+    for variant, got in r["retrievals"].items():
+        log.info("lakebench: %s: HTTP %s, %.3f s, %d bytes, %s ldp:contains", GET_NAMES[variant],
+                 got["status"], got["seconds"], got["bytes"], got.get("contains"))

@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.results",
+MODULES = ["lakebench.argtypes", "lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.results",
            "lakebench.monitor", "lakebench.report.fmt", "lakebench.loadtest", "lakebench.report.seed",
            "lakebench.systems.lakesuperior", "lakebench.process"]
 

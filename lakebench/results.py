@@ -118,6 +118,7 @@ def aggregate(name: str, runs: list[dict]) -> dict:
         "name": name,
         "status": "ok" if ok and not failed else "failed",
         "error": failed[0]["error"] if failed else None,
+        "log": failed[0].get("log") if failed else None,  # OUT/logs/...: the failure in full
         "durability": runs[0].get("durability"),
         "transport": runs[0].get("transport"),
         "repeat": len(runs),

@@ -113,3 +113,42 @@ def test_help_states_the_ranges():
     for stated in ("4 to 100,000", "1 to 1,048,576", "1 to 10,000,000", "0.01 to 60 s", "0 to 3,600 s",
                    "64m to 1t", "16,777,216 literal characters per child"):
         assert stated in text, stated
+
+
+# -- a system that cannot be reached or started ----------------------------------------
+
+def _one_failed_line(done: subprocess.CompletedProcess, out: Path, system: str) -> str:
+    """The run's output: no traceback; the FAILED line names a log that holds the whole failure."""
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr + done.stdout
+    failed = [line for line in done.stdout.splitlines() if line.strip().startswith("FAILED:")]
+    assert len(failed) == 1, done.stdout
+    log = out / "logs" / f"{system}-0.log"
+    assert failed[0].endswith(f"(log: {log})")
+    assert "Traceback" in log.read_text(encoding="utf-8")  # kept, out of the way
+    entry = json.loads((out / "results.json").read_text(encoding="utf-8"))["systems"][0]
+    assert entry["status"] == "failed" and "\n" not in entry["error"] and entry["log"] == f"logs/{system}-0.log"
+    assert f"{system}  " in done.stdout and "FAILED: " in done.stdout.split("Reference:")[1]  # the table's row
+    return failed[0]
+
+
+@pytest.mark.parametrize("system", ["ldp", "fcrepo"])
+def test_unreachable_system_url_is_one_line_and_the_log(tmp_path, system):
+    # Nobody listens on a port just found free; fcrepo given a URL starts no JVM.
+    url = f"http://127.0.0.1:{free_port()}/rest/"
+    done = lakebench("run", "--systems", system, "--system-url", url, "--children", "2", "--tail-seconds", "0",
+                     "--quiet", "--out", str(tmp_path))
+    line = _one_failed_line(done, tmp_path, system)
+    assert "cannot connect (Connection refused)" in line
+
+
+@pytest.mark.fcrepo
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs java to run Fedora")
+def test_fedora_that_does_not_start_is_one_line_and_the_log(tmp_path):
+    # A JVM option the JVM does not know: it exits at once, as with a bad heap size.
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:+LakebenchNoSuchOption"}
+    done = lakebench("run", "--systems", "fcrepo", "--children", "2", "--tail-seconds", "0", "--quiet",
+                     "--out", str(tmp_path), env=env, timeout=600, limit_memory=False)
+    line = _one_failed_line(done, tmp_path, "fcrepo")
+    assert "exited with code 1 while starting" in line
+    assert "LakebenchNoSuchOption" in (tmp_path / "logs" / "fcrepo-0.log").read_text(encoding="utf-8")

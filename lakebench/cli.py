@@ -216,8 +216,8 @@ def cmd_run(args) -> int:
 def cmd_table(args) -> int:
     try:
         document = results.load(args.results_dir)
-    except FileNotFoundError:
-        raise UsageError(f"lakebench table: error: no results.json in {args.results_dir}") from None
+    except results.ResultsError as exc:
+        raise UsageError(f"lakebench table: error: {exc}") from None
     print(results.format_table(results.summary_rows(document)))
     return 0
 

@@ -1,7 +1,8 @@
 """``lakebench`` command line: run | report | check | serve | fcrepo | lakesuperior.
 
-Every user mistake (unknown system, non-positive count, unwritable output)
-is one line on stderr and exit code 2, never a traceback.
+Every user mistake (unknown system, a number outside the range its --help
+states, unwritable output, a damaged results directory) is one line on
+stderr and exit code 2, never a traceback.
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from lakebench import __version__, results, systems
+from lakebench import __version__, results, systems, workload
+from lakebench.argtypes import JVM_HEAP, Bounded, BoundedList, http_url
 
 
 class UsageError(Exception):
@@ -22,34 +24,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message} (see --help)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def _positive_int_list(text: str) -> list[int]:
-    """``"1000,10000"`` -> [1000, 10000]: one value, or a sweep."""
-    values = [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("no value given")
-    if len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"a value is given twice: {text}")
-    return values
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+# The ranges of run's numeric options; each option's --help states its range.
+CHILDREN = Bounded(int, 1, workload.MAX_CHILDREN)
+TRIPLES = Bounded(int, 4, workload.MAX_TRIPLES)
+LITERAL_LENGTH = Bounded(int, 1, workload.MAX_LITERAL_LENGTH)
+SEED = Bounded(int, 0, 2**63 - 1)
+REPEAT = Bounded(int, 1, 1_000)
+RETRIEVALS = Bounded(int, 1, 1_000)
+USERS = Bounded(int, 1, 1_000)
+TAIL_SECONDS = Bounded(float, 0, 3_600)
+#: Below 10 ms the monitor thread would spend the CPU it is there to measure.
+INTERVAL = Bounded(float, 0.01, 60)
 
 
 def _system_list(text: str) -> list[str]:
@@ -91,46 +76,52 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--systems", type=_system_list, default=_system_list(DEFAULT_SYSTEMS),
                      help=f"comma-separated systems to measure, from: {', '.join(systems.SYSTEMS)} "
                      f"(default: {DEFAULT_SYSTEMS})")
-    run.add_argument("--children", type=_positive_int_list, default=[10_000],
-                     help="children created under the parent; comma-separated values sweep the size, "
-                     "one case each (default: 10000)")
-    run.add_argument("--triples", type=_positive_int, default=200,
-                     help="triples per child, split 1:1:2 external/internal/literal (default: 200)")
-    run.add_argument("--literal-length", type=_positive_int_list, default=[64],
-                     help="characters per random literal; comma-separated values sweep the payload "
-                     "size, e.g. 1,64,1024,65536 (default: 64)")
-    run.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
-    run.add_argument("--repeat", type=_positive_int, default=1,
-                     help="runs per system, interleaved; the table shows mean ± std (default: 1)")
+    run.add_argument("--children", type=BoundedList(CHILDREN), default=[10_000],
+                     help=f"children created under the parent, {CHILDREN.range}; comma-separated values "
+                     "sweep the size, one case each (default: 10000)")
+    run.add_argument("--triples", type=TRIPLES, default=200,
+                     help=f"triples per child, {TRIPLES.range}, split 1:1:2 external/internal/literal "
+                     "(default: 200)")
+    run.add_argument("--literal-length", type=BoundedList(LITERAL_LENGTH), default=[64],
+                     help=f"characters per random literal, {LITERAL_LENGTH.range}, and at most "
+                     f"{workload.MAX_LITERAL_CHARS:,} literal characters per child (literal triples, half "
+                     "of --triples, x length); comma-separated values sweep the payload size, e.g. "
+                     "1,64,1024,65536 (default: 64)")
+    run.add_argument("--seed", type=SEED, default=0, help=f"workload seed, {SEED.range} (default: 0)")
+    run.add_argument("--repeat", type=REPEAT, default=1,
+                     help=f"runs per system, {REPEAT.range}, interleaved; the table shows mean ± std "
+                     "(default: 1)")
     run.add_argument("--reference",
                      help="system whose figures are 100%% (default: fcrepo if measured, else the first of --systems)")
     run.add_argument("--parent", default="parent",
                      help="name of the parent container, relative to the base URL (default: parent)")
-    run.add_argument("--system-url", metavar="URL",
+    run.add_argument("--system-url", type=http_url, metavar="URL",
                      help="base URL of a running LDP server: required by the ldp system; for fcrepo "
                      "or lakesuperior, use that server (e.g. http://host:8080/rest/, "
                      "http://host:8000/ldp/) instead of starting one")
     run.add_argument("--fcrepo-version", default=None,
                      help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; "
                      "the fcrepo6 system is 6.1.0)")
-    run.add_argument("--fcrepo-heap", default="2g", help="maximum JVM heap of that Fedora (default: 2g)")
+    run.add_argument("--fcrepo-heap", type=JVM_HEAP, default="2g",
+                     help=f"maximum JVM heap of that Fedora, as for java -Xmx, {JVM_HEAP.range} (default: 2g)")
     run.add_argument("--out", type=Path, default=None,
                      help="results directory (default: results/run-YYYYmmdd-HHMMSS)")
-    run.add_argument("--retrievals", type=_positive_int, default=3,
-                     help="timed retrievals of the parent; the median is reported (default: 3)")
+    run.add_argument("--retrievals", type=RETRIEVALS, default=3,
+                     help=f"timed retrievals of the parent, {RETRIEVALS.range}; the median is reported "
+                     "(default: 3)")
     run.add_argument("--cold", action="store_true",
                      help="drop the OS page cache before each parent retrieval (needs root; otherwise "
                      "the retrievals stay warm and the results say so)")
-    run.add_argument("--tail-seconds", type=_non_negative_float, default=3.0,
-                     help="keep monitoring this long after the load (default: 3)")
-    run.add_argument("--interval", type=_non_negative_float, default=0.5,
-                     help="monitor sampling interval in seconds (default: 0.5)")
+    run.add_argument("--tail-seconds", type=TAIL_SECONDS, default=3.0,
+                     help=f"keep monitoring this long after the load, {TAIL_SECONDS.range} s (default: 3)")
+    run.add_argument("--interval", type=INTERVAL, default=0.5,
+                     help=f"monitor sampling interval, {INTERVAL.range} s (default: 0.5)")
     run.add_argument("--driver", choices=("client", "locust"), default="client",
                      help="how HTTP systems are driven: lakebench's own client, one child at a time "
                      "(default), or Locust as a library, which also reads the parent in its three "
                      "Prefer variants")
-    run.add_argument("--users", type=_positive_int, default=1,
-                     help="concurrent Locust users with --driver locust (default: 1)")
+    run.add_argument("--users", type=USERS, default=1,
+                     help=f"concurrent Locust users with --driver locust, {USERS.range} (default: 1)")
     run.add_argument("--keep-data", action="store_true",
                      help="keep each system's data directory under OUT/data")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -164,14 +155,11 @@ def cmd_run(args) -> int:
     if args.reference is not None and args.reference not in args.systems:
         raise UsageError(f"lakebench run: error: --reference {args.reference!r} is not among "
                          f"--systems ({', '.join(args.systems)})")
-    if args.interval <= 0:
-        raise UsageError("lakebench run: error: --interval must be positive")
-    from lakebench.workload import Workload
-
-    try:
+    try:  # what the option types cannot see alone: the parent's name, a child's total size
         for children in args.children:
             for length in args.literal_length:
-                Workload(children=children, triples=args.triples, literal_length=length, parent=args.parent)
+                workload.Workload(children=children, triples=args.triples, literal_length=length,
+                                  parent=args.parent)
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
     if args.driver == "locust":
@@ -229,8 +217,8 @@ def cmd_run(args) -> int:
 def cmd_table(args) -> int:
     try:
         document = results.load(args.results_dir)
-    except FileNotFoundError:
-        raise UsageError(f"lakebench table: error: no results.json in {args.results_dir}") from None
+    except results.ResultsError as exc:
+        raise UsageError(f"lakebench table: error: {exc}") from None
     print(results.format_table(results.summary_rows(document)))
     return 0
 

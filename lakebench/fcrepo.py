@@ -48,7 +48,7 @@ from pathlib import Path
 
 import psutil
 
-from lakebench import process
+from lakebench import argtypes, process
 
 # -- constants --------------------------------------------------------------
 
@@ -588,15 +588,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "status: say whether one is running (exit 1 if not)")
     p.add_argument("--version", dest="fcrepo_version", default=DEFAULT_VERSION, metavar="VERSION",
                    help=f"Fedora version: 4.x or 6.x (default {DEFAULT_VERSION}; 6.1.0 also tested)")
-    p.add_argument("--port", type=int, default=None,
-                   help="HTTP port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=argtypes.PORT, default=None,
+                   help=f"HTTP port on 127.0.0.1, {argtypes.PORT.range} (default: a free one)")
     p.add_argument("--data", default="fcrepo-data", metavar="DIR",
                    help="data directory holding the repository, log and state file (default ./fcrepo-data)")
-    p.add_argument("--heap", default="2g", help="maximum JVM heap, as for java -Xmx (default 2g)")
+    p.add_argument("--heap", type=argtypes.JVM_HEAP, default="2g",
+                   help=f"maximum JVM heap, as for java -Xmx, {argtypes.JVM_HEAP.range} (default 2g)")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="download cache (default $LAKEBENCH_CACHE or ~/.cache/lakebench)")
-    p.add_argument("--timeout", type=float, default=180.0, metavar="SECONDS",
-                   help="how long start waits for Fedora to answer (default 180)")
+    p.add_argument("--timeout", type=argtypes.START_TIMEOUT, default=180.0, metavar="SECONDS",
+                   help=f"how long start waits for Fedora to answer, {argtypes.START_TIMEOUT.range} (default 180)")
     p.set_defaults(func=main)
     return p
 

@@ -54,7 +54,7 @@ from pathlib import Path
 import psutil
 
 from lakebench import lakesuperior_py311
-from lakebench import process
+from lakebench import argtypes, process
 from lakebench.fcrepo import default_cache_dir
 
 # -- constants --------------------------------------------------------------
@@ -71,6 +71,8 @@ PYTHON = (3, 11)
 #: gunicorn sync workers by default: one, so that memory compares with a
 #: single-process server (LAKEsuperior's own default is 2 x CPUs + 1).
 DEFAULT_WORKERS = 1
+#: gunicorn workers ``lakebench lakesuperior start --workers`` accepts.
+WORKERS = argtypes.Bounded(int, 1, 64)
 
 STATE_FILE = "lakesuperior.json"
 LOG_FILE = "lakesuperior.log"
@@ -598,17 +600,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "start: bootstrap the repository if new, run it in the background and wait "
                         "until /ldp/ answers; stop: stop the server on --data and every process it "
                         "started; status: say whether one is running (exit 1 if not)")
-    p.add_argument("--port", type=int, default=None, help="HTTP port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=argtypes.PORT, default=None,
+                   help=f"HTTP port on 127.0.0.1, {argtypes.PORT.range} (default: a free one)")
     p.add_argument("--data", default="lakesuperior-data", metavar="DIR",
                    help="data directory holding the configuration, repository, logs and state file "
                         "(default ./lakesuperior-data)")
-    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
-                   help=f"gunicorn sync workers (default {DEFAULT_WORKERS}; LAKEsuperior's own default "
+    p.add_argument("--workers", type=WORKERS, default=DEFAULT_WORKERS,
+                   help=f"gunicorn sync workers, {WORKERS.range} (default {DEFAULT_WORKERS}; LAKEsuperior's own default "
                         "is 2 x CPUs + 1)")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="install cache (default $LAKEBENCH_CACHE or ~/.cache/lakebench)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="how long start waits for LAKEsuperior to answer (default 120)")
+    p.add_argument("--timeout", type=argtypes.START_TIMEOUT, default=120.0, metavar="SECONDS",
+                   help=f"how long start waits for LAKEsuperior to answer, {argtypes.START_TIMEOUT.range} (default 120)")
     p.set_defaults(func=main)
     return p
 

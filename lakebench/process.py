@@ -69,18 +69,22 @@ def log_tail(path: Path, lines: int = 20) -> str:
 def wait_ready(popen: subprocess.Popen, url: str, timeout: float, *, what: str, log_path: Path,
                error: Callable[[str], Exception], interval: float = 0.2) -> None:
     """Return once ``url`` answers 200; raise ``error(message)`` if the process
-    exits first or ``timeout`` seconds pass (the message ends with the log's tail)."""
+    exits first or ``timeout`` seconds pass.
+
+    The message's first line says what happened; the lines after it quote the
+    end of the log, so a caller that shows one line can keep the rest aside.
+    """
     deadline = time.monotonic() + timeout
     while True:
         code = popen.poll()
         if code is not None:
-            raise error(f"{what} exited with code {code} while starting; log {log_path} ends with:\n"
-                        f"{log_tail(log_path)}")
+            raise error(f"{what} exited with code {code} while starting\n"
+                        f"{log_path} ends with:\n{log_tail(log_path)}")
         if http_status(url, timeout=5) == 200:
             return
         if time.monotonic() > deadline:
-            raise error(f"{what} did not answer 200 at {url} within {timeout:g} s; log {log_path} "
-                        f"ends with:\n{log_tail(log_path)}")
+            raise error(f"{what} did not answer 200 at {url} within {timeout:g} s\n"
+                        f"{log_path} ends with:\n{log_tail(log_path)}")
         time.sleep(interval)
 
 

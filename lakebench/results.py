@@ -1,7 +1,9 @@
 """The results schema: per-run records, their aggregation, files, summary table.
 
 Both the printed table and the report read what this module writes; the
-report never re-measures.  docs/results.rst documents the schema.
+report never re-measures.  docs/results.rst documents the schema for
+readers; :data:`FIELDS` is the same layout for the machine, and
+:func:`load` checks every document it reads against it.
 
 A results directory holds:
 
@@ -17,6 +19,7 @@ import csv
 import json
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -30,6 +33,218 @@ COMPARED = {
     "peak_rss_bytes": "peak memory",
     "disk_bytes": "database size",
 }
+
+#: The columns of latencies.csv, in order.
+LATENCY_COLUMNS = ("system", "children", "literal_length", "run", "index", "seconds")
+
+
+# -- the layout of results.json, checked whenever it is read ---------------
+#
+# A document that is not what lakebench wrote (cut short, edited, from
+# another program) must be refused with the first bad field named, not make
+# `table` or `report` fail somewhere inside.  A field the layout does not
+# name is ignored, so that a later lakebench may add some; every field it
+# names must have its type where present.
+
+class ResultsError(ValueError):
+    """A results directory that cannot be read as docs/results.rst describes it (one line)."""
+
+
+ALWAYS = "always"  # present in every object of its kind
+IF_OK = "if ok"  # present in every object whose "status" is "ok": a failed run has no figures
+
+
+@dataclass(frozen=True)
+class Field:
+    """The type of one field of results.json.
+
+    ``kind`` is ``"str"``, ``"int"``, ``"number"`` (finite; an integer too),
+    a dict of fields (an object holding them; the key ``"*"`` types every key
+    it does not name) or a one-item list (a list of that field).
+    """
+
+    kind: object
+    null: bool = False  # may be null
+    need: str | None = None  # ALWAYS, IF_OK, or None: optional
+    choices: tuple = ()
+
+
+def _numbers(*names: str, null: bool = False) -> dict[str, Field]:
+    return {name: Field("number", null=null) for name in names}
+
+
+_PARENT = {
+    "seconds": Field("number", need=ALWAYS),
+    "first_seconds": Field("number"),
+    "all_seconds": Field([Field("number")]),
+    "containment_triples": Field("number", need=ALWAYS),
+    "bytes": Field("number"),
+    "cache": Field("str"),
+    "variants_seconds": Field({"*": Field("number")}),
+}
+
+_SAMPLE = {
+    "t": Field("number", need=ALWAYS),
+    "phase": Field("str"),
+    "children": Field("int"),
+    **_numbers("cpu_percent", "rss_bytes", "rss_anon_bytes", "vms_bytes"),
+    "disk_bytes": Field("number", null=True),
+}
+
+#: What one run measured: a run's record, and (means over its runs) a system entry.
+_FIGURES = {
+    "status": Field("str", need=ALWAYS, choices=("ok", "failed")),
+    "error": Field("str", null=True),
+    "log": Field("str", null=True),
+    "durability": Field("str", null=True),
+    "transport": Field("str", null=True),
+    "driver": Field("str"),
+    "users": Field("int"),
+    "children": Field("int", need=IF_OK),
+    "literal_length": Field("int", need=IF_OK),
+    "ingest_seconds": Field("number", need=IF_OK),
+    **_numbers("ingest_wall_seconds", "generate_seconds"),
+    "generation": Field("str"),
+    "per_resource_ms": Field({"mean": Field("number", need=ALWAYS), "p50": Field("number", null=True),
+                              "p95": Field("number", need=ALWAYS), "max": Field("number", null=True)},
+                             need=IF_OK),
+    "growth": Field({**_numbers("first_10pct_ms", "last_10pct_ms", null=True),
+                     "ratio": Field("number", null=True, need=ALWAYS)}, need=IF_OK),
+    "parent": Field(_PARENT, need=IF_OK),
+    **_numbers("peak_rss_bytes", "peak_rss_anon_bytes", "peak_vms_bytes", "cpu_seconds", "disk_bytes",
+               "triples_total", null=True),
+}
+
+_RUN = {"system": Field("str", need=ALWAYS), "run": Field("int", need=ALWAYS), **_FIGURES}
+
+_ENTRY = {
+    "name": Field("str", need=ALWAYS),
+    **_FIGURES,
+    "repeat": Field("int"),
+    "successful_runs": Field("int"),
+    "std": Field({"*": Field("number")}),
+    "vs_reference": Field({"*": Field("number")}),
+    "runs": Field([Field(_RUN)]),
+    "samples": Field([Field([Field(_SAMPLE)])]),
+}
+
+#: results.json, field by field (docs/results.rst says what each one means).
+FIELDS = {
+    "schema": Field("int", need=ALWAYS),
+    "started": Field("str"),
+    "finished": Field("str"),
+    "command": Field("str"),
+    "environment": Field({
+        "cpu_model": Field("str"),
+        "cores_logical": Field("int", null=True),
+        "cores_physical": Field("int", null=True),
+        "memory_bytes": Field("int"),
+        "os": Field("str"),
+        "distribution": Field("str", null=True),
+        "python": Field("str"),
+        "python_implementation": Field("str"),
+        "libraries": Field({"*": Field("str", null=True)}),
+        "lmdb_c": Field("str", null=True),
+        "java": Field("str", null=True),
+        "load_average": Field([Field("number")]),
+    }),
+    "workload": Field({
+        "children": Field("int"),
+        "triples_per_child": Field("int"),
+        "groups": Field({"*": Field("int")}),
+        "literal_length": Field("int"),
+        "seed": Field("int"),
+        "parent": Field("str"),
+        "alphabet_size": Field("int"),
+        "sweep": Field({"children": Field([Field("int")]), "literal_length": Field([Field("int")])}),
+    }),
+    "settings": Field({
+        "repeat": Field("int"),
+        "retrievals": Field("int"),
+        "tail_seconds": Field("number"),
+        "sample_interval_seconds": Field("number"),
+        "cache": Field("str"),
+    }),
+    "reference": Field("str", null=True),
+    "systems": Field([Field(_ENTRY)], need=ALWAYS),
+}
+
+
+def validate(document) -> None:
+    """Raise :class:`ResultsError` naming the first field of ``document`` that is not as :data:`FIELDS` says.
+
+    >>> validate({"schema": 1, "systems": [{"name": "a", "status": "ok", "children": "12"}]})
+    Traceback (most recent call last):
+    ...
+    lakebench.results.ResultsError: systems[0].children: expected an integer, got "12"
+    """
+    if not isinstance(document, dict):
+        raise ResultsError(f"expected an object at the top, got {_shown(document)}")
+    version = document.get("schema")
+    if isinstance(version, int) and not isinstance(version, bool) and version != SCHEMA_VERSION:
+        raise ResultsError(f"schema: version {version}, but this lakebench reads version {SCHEMA_VERSION}")
+    _check(document, Field(FIELDS), "")
+
+
+def _check(value, field: Field, path: str) -> None:
+    if value is None:
+        if not field.null:
+            raise ResultsError(f"{path}: expected {_expected(field)}, got null")
+        return
+    kind = field.kind
+    if isinstance(kind, dict):
+        if not isinstance(value, dict):
+            raise ResultsError(f"{path or 'the top'}: expected an object, got {_shown(value)}")
+        ok = value.get("status") == "ok"
+        for key, sub in kind.items():
+            where = f"{path}.{key}" if path else key
+            if key == "*":
+                continue
+            if key in value:
+                _check(value[key], sub, where)
+            elif sub.need == ALWAYS or (sub.need == IF_OK and ok):
+                raise ResultsError(f"{where}: missing" + (" (status is ok)" if sub.need == IF_OK else ""))
+        if "*" in kind:
+            for key, item in value.items():
+                if key not in kind:
+                    _check(item, kind["*"], f"{path}.{key}" if path else key)
+        return
+    if isinstance(kind, list):
+        if not isinstance(value, list):
+            raise ResultsError(f"{path}: expected a list, got {_shown(value)}")
+        for index, item in enumerate(value):
+            _check(item, kind[0], f"{path}[{index}]")
+        return
+    assert isinstance(kind, str)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    fits = {"str": isinstance(value, str),
+            "int": number and isinstance(value, int),
+            "number": number and math.isfinite(value)}[kind]
+    if not fits:
+        raise ResultsError(f"{path}: expected {_expected(field)}, got {_shown(value)}")
+    if field.choices and value not in field.choices:
+        raise ResultsError(f"{path}: expected one of {', '.join(map(json.dumps, field.choices))}, "
+                           f"got {_shown(value)}")
+
+
+def _expected(field: Field) -> str:
+    kind = field.kind
+    if isinstance(kind, dict):
+        return "an object"
+    if isinstance(kind, list):
+        return "a list"
+    assert isinstance(kind, str)
+    return {"str": "a string", "int": "an integer", "number": "a finite number"}[kind]
+
+
+def _shown(value) -> str:
+    """A value as an error message quotes it: JSON, cut short; containers by their kind."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -118,6 +333,7 @@ def aggregate(name: str, runs: list[dict]) -> dict:
         "name": name,
         "status": "ok" if ok and not failed else "failed",
         "error": failed[0]["error"] if failed else None,
+        "log": failed[0].get("log") if failed else None,  # OUT/logs/...: the failure in full
         "durability": runs[0].get("durability"),
         "transport": runs[0].get("transport"),
         "repeat": len(runs),
@@ -169,25 +385,94 @@ def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, int], 
     tmp.replace(out / "results.json")
     with open(out / "latencies.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["system", "children", "literal_length", "run", "index", "seconds"])
+        writer.writerow(LATENCY_COLUMNS)
         for (system, children, literal_length, run), values in latencies.items():
             for index, seconds in enumerate(values):
                 writer.writerow([system, children, literal_length, run, index, f"{seconds:.7f}"])
 
 
 def load(out: Path) -> dict:
-    """Read ``results.json`` of a results directory."""
-    return json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))
+    """Read ``results.json`` of a results directory, checked against :data:`FIELDS`.
+
+    Raises :class:`ResultsError`, whose message is one line naming the file
+    and what is wrong in it, for anything but a document lakebench could
+    have written.
+    """
+    out = Path(out)
+    path = out / "results.json"
+    if out.exists() and not out.is_dir():
+        raise ResultsError(f"{out} is not a directory: give the results directory that holds results.json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"no results.json in {out}") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise ResultsError(f"{path} is empty")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ResultsError(f"{path} is not valid JSON: nested too deeply") from None
+    try:
+        validate(document)
+    except ResultsError as exc:
+        raise ResultsError(f"{path}: {exc}") from None
+    return document
 
 
 def load_latencies(out: Path) -> dict[tuple[str, int, int, int], list[float]]:
-    """Read ``latencies.csv``: (system, children, literal_length, run) -> seconds per child, in order."""
+    """Read ``latencies.csv``: (system, children, literal_length, run) -> seconds per child, in order.
+
+    Raises FileNotFoundError when there is none (a report can do without),
+    and :class:`ResultsError` (one line: the file, the line, the column)
+    when it is not as :func:`write` writes it.
+    """
+    path = Path(out) / "latencies.csv"
     series: dict[tuple[str, int, int, int], list[float]] = {}
-    with open(Path(out) / "latencies.csv", newline="") as f:
-        for row in csv.DictReader(f):
-            key = (row["system"], int(row["children"]), int(row["literal_length"]), int(row["run"]))
-            series.setdefault(key, []).append(float(row["seconds"]))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise ResultsError(f"{path} is empty")
+            if tuple(header) != LATENCY_COLUMNS:
+                raise ResultsError(f"{path} line 1: expected the header {','.join(LATENCY_COLUMNS)}")
+            for row in reader:
+                system, children, literal_length, run, _, seconds = _latency_row(row, path, reader.line_num)
+                series.setdefault((system, children, literal_length, run), []).append(seconds)
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path} is not UTF-8 text") from None
+    except csv.Error as exc:
+        raise ResultsError(f"{path} line {reader.line_num}: {exc}") from None
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
     return series
+
+
+def _latency_row(row: list[str], path: Path, line: int) -> tuple:
+    if len(row) != len(LATENCY_COLUMNS):
+        raise ResultsError(f"{path} line {line}: {len(row)} columns, expected {len(LATENCY_COLUMNS)}")
+    values: list[object] = []
+    for column, cell in zip(LATENCY_COLUMNS, row):
+        if column == "system":
+            values.append(cell)
+            continue
+        try:
+            value = float(cell) if column == "seconds" else int(cell)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value):
+            raise ResultsError(f"{path} line {line}: {column}: expected "
+                               f"{'a finite number' if column == 'seconds' else 'an integer'}, got {cell[:40]!r}")
+        values.append(value)
+    return tuple(values)
 
 
 def latency_key(entry: dict, run: int) -> tuple[str, int, int, int]:

@@ -14,6 +14,11 @@ Meanwhile the parent process samples the system's process (the worker, or a
 server the system started) with :class:`lakebench.monitor.Monitor`.  The
 worker reports to the parent as JSON lines on a private pipe.
 
+A run that fails (a server that does not start or answer, a bad reply) is a
+result: its record says ``failed`` with the error's first line, and the
+whole of it (a server log's end, the worker's traceback) goes to
+``OUT/logs/``, not to the terminal.
+
 Run as ``python -m lakebench.runner SPEC_JSON EVENT_FD`` it is that worker.
 """
 from __future__ import annotations
@@ -325,7 +330,8 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
             w: Workload) -> tuple[dict, list[float]]:
     """Measure system ``name`` once on workload ``w`` in a fresh worker; returns (record, latencies)."""
     case = "" if len(config.cases()) == 1 else f"-{w.children}x{w.literal_length}"
-    data_dir = data_root / f"{name}{case}-{run_index}"
+    label = f"{name}{case}-{run_index}"
+    data_dir = data_root / label
     if data_dir.exists():
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True)
@@ -369,7 +375,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     monitor = Monitor(proc.pid, data_dir, interval=config.interval).start()
     record: dict | None = None
     latencies: list[float] = []
-    error = None
+    error = failure_log = None
     with os.fdopen(read_fd) as pipe:
         for line in pipe:
             event = json.loads(line)
@@ -385,8 +391,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
             elif kind == "result":
                 record = event["record"]
             elif kind == "failed":
-                error = event["error"]
-                sys.stderr.write(event.get("traceback", ""))
+                error, failure_log = _write_failure_log(Path(config.out), label, event)
     returncode = proc.wait()
     monitor.stop()
     if producer is not None:
@@ -394,6 +399,8 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     if record is None:
         record = {"system": name, "run": run_index, "status": "failed",
                   "error": error or f"worker exited with code {returncode}"}
+        if failure_log is not None:
+            record["log"] = str(failure_log.relative_to(config.out))
         try:
             cls = systems.load(name)
             record.update(durability=cls.durability, transport=cls.transport)
@@ -413,11 +420,32 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     return record, latencies
 
 
+def _write_failure_log(out: Path, label: str, event: dict) -> tuple[str, Path | None]:
+    """Keep a failed run's whole story in ``OUT/logs/LABEL.log``; return its first line and the log.
+
+    The run's output and results get that one line: a server that did not
+    start, or one nobody listens for, is a result, not a crash.  The rest
+    (a server log's last lines, the worker's traceback) would otherwise be
+    lost with the run's data directory.
+    """
+    error = event["error"]
+    first_line = error.strip().splitlines()[0] if error.strip() else "failed"
+    path = out / "logs" / f"{label}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{error}\n\n{event.get('traceback', '')}", encoding="utf-8")
+    except OSError:  # OUT full or gone: better on the terminal than nowhere
+        sys.stderr.write(f"{error}\n{event.get('traceback', '')}")
+        return first_line, None
+    return first_line, path
+
+
 def run(config: RunConfig, log=print) -> dict:
     """Run every system on every case ``config.repeat`` times; write and return the results document."""
     out = Path(config.out)
     data_root = out / "data"
     data_root.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / "logs", ignore_errors=True)  # failures of an earlier run into the same OUT
     started = datetime.now(timezone.utc)
     cases = config.cases()
     runs: dict[tuple[str, Workload], list[dict]] = {}
@@ -437,7 +465,8 @@ def run(config: RunConfig, log=print) -> dict:
                         f"{record['per_resource_ms']['mean']:.2f} ms per child, "
                         f"parent {record['parent']['seconds'] * 1000:.1f} ms")
                 else:
-                    log(f"   FAILED: {record['error']}")
+                    where = f" (log: {out / record['log']})" if record.get("log") else ""
+                    log(f"   FAILED: {record['error']}{where}")
     if not config.keep_data:
         shutil.rmtree(data_root, ignore_errors=True)
     reference = config.reference or ("fcrepo" if "fcrepo" in config.systems else config.systems[0])

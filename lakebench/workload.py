@@ -63,6 +63,17 @@ DEFAULT_BASE = "http://localhost/lakebench/"
 DEFAULT_PARENT = "parent"
 EXTERNAL_OBJECTS = 5
 RECENT_CHILDREN = 4
+
+# The largest data set lakebench builds.  Beyond these a worker runs out of
+# memory building one child, or a run cannot end in any time worth waiting.
+MAX_CHILDREN = 10_000_000
+MAX_TRIPLES = 100_000  # per child
+MAX_LITERAL_LENGTH = 1 << 20  # characters: 1 MiB
+#: Literal characters in one child (its literal triples x the literal
+#: length): up to 4 bytes each, held in both serializations at once, so one
+#: child stays under about 150 MB.  The default child holds 6,400; the
+#: documented payload sweep's largest, 200 triples of 65,536, 6,553,600.
+MAX_LITERAL_CHARS = 1 << 24
 _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
@@ -282,15 +293,21 @@ class Workload:
     base: str = DEFAULT_BASE
 
     def __post_init__(self) -> None:
-        if self.children < 1:
-            raise ValueError(f"children must be positive, got {self.children}")
+        if not 1 <= self.children <= MAX_CHILDREN:
+            raise ValueError(f"children must be from 1 to {MAX_CHILDREN:,}, got {self.children}")
         if self.triples < 4:
             raise ValueError(f"triples per child must be at least 4, got {self.triples}")
+        if self.triples > MAX_TRIPLES:
+            raise ValueError(f"triples per child must be at most {MAX_TRIPLES:,}, got {self.triples}")
         if not _SEGMENT.fullmatch(self.parent):
             raise ValueError(f"parent must be one path segment of letters, digits, '.', '_' or '-', got {self.parent!r}")
-        if self.literal_length < 1:
-            raise ValueError(f"literal length must be positive, got {self.literal_length}")
+        if not 1 <= self.literal_length <= MAX_LITERAL_LENGTH:
+            raise ValueError(f"literal length must be from 1 to {MAX_LITERAL_LENGTH:,}, got {self.literal_length}")
         n_lit = self.group_sizes[2]
+        if n_lit * self.literal_length > MAX_LITERAL_CHARS:
+            raise ValueError(f"a child would hold {n_lit * self.literal_length:,} literal characters "
+                             f"({n_lit:,} literals of {self.literal_length:,}), over the {MAX_LITERAL_CHARS:,} "
+                             "allowed: fewer triples or shorter literals")
         if self.literal_length < 4 and len(ALPHABET) ** self.literal_length < n_lit:
             raise ValueError(f"{n_lit} distinct literals of {self.literal_length} characters do not exist "
                              f"over {len(ALPHABET)} characters")

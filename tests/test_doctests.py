@@ -4,9 +4,9 @@ import importlib
 
 import pytest
 
-MODULES = ["lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.results",
-           "lakebench.monitor", "lakebench.report.fmt", "lakebench.locust.dispensing", "lakebench.locust.ingest",
-           "lakebench.locust.record", "lakebench.report.seed",
+MODULES = ["lakebench.argtypes", "lakebench.workload", "lakebench._workload", "lakebench.prefetch",
+           "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.locust.dispensing",
+           "lakebench.locust.ingest", "lakebench.locust.record", "lakebench.report.seed",
            "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare"]
 
 

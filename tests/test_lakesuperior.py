@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import socket
 import subprocess
 import sys
 import tarfile
@@ -164,9 +165,15 @@ def test_cli_status_and_stop_when_nothing_runs(tmp_path, capsys):
 
 
 def test_cli_error_is_one_line_and_exit_2(tmp_path, capsys):
-    assert lakesuperior.main(_parse("start", "--data", str(tmp_path), "--workers", "0")) == 2
+    # (--workers 0 is refused by argparse now: tests/test_cli_bounds.py.)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert lakesuperior.main(_parse("start", "--data", str(tmp_path), "--port", str(port))) == 2
     err = capsys.readouterr().err
-    assert err.startswith("lakebench lakesuperior: error: workers must be at least 1") and err.count("\n") == 1
+    assert err.startswith(f"lakebench lakesuperior: error: port {port} on 127.0.0.1 is already in use")
+    assert err.count("\n") == 1
 
 
 def test_stale_state_file_is_not_running(tmp_path):

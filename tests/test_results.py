@@ -12,7 +12,7 @@ def _run(system, run, per_child, parent_s, rss, disk=None, status="ok"):
         return {"system": system, "run": run, "status": status, "error": "boom",
                 "durability": "nosync", "transport": "in-process", "samples": []}
     record = {"system": system, "run": run, "status": "ok", "error": None,
-              "durability": "nosync", "transport": "in-process", "children": 10,
+              "durability": "nosync", "transport": "in-process", "children": 10, "literal_length": 64,
               "ingest_seconds": per_child * 10, "parent": {"seconds": parent_s, "containment_triples": 10,
                                                             "bytes": 500},
               "peak_rss_bytes": rss, "disk_bytes": disk, "triples_total": 2010,

@@ -32,16 +32,24 @@ def build_report(results_dir: Path, out: Path = DEFAULT_OUT, *, benchmarks=(), i
                  title: str = DEFAULT_TITLE, report_command: str | None = None) -> Path:
     """Write the report page and its figures into ``out``; returns the page's path.
 
-    Raises :class:`ReportError` when the results or a benchmark file cannot be read.
+    Raises :class:`ReportError` when the results or a benchmark file cannot be
+    read, or ``out`` cannot be written (a file, no permission, a full disk).
     """
     from lakebench.report import charts, pages
 
-    data = ReportData.load(results_dir, benchmarks)
+    data = ReportData.load(results_dir, benchmarks)  # reading raises ReportError, never OSError
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    figures = charts.render(data, out, image_format)
-    index = out / "index.rst"
-    index.write_text(pages.page(data, figures, title, report_command), encoding="utf-8")
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"cannot write the report to {out}: not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        figures = charts.render(data, out, image_format)
+        index = out / "index.rst"
+        index.write_text(pages.page(data, figures, title, report_command), encoding="utf-8")
+    except OSError as exc:
+        where = exc.filename if exc.filename and Path(exc.filename) != out else None
+        raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}"
+                          + (f" ({where})" if where else "")) from None
     return index
 
 

@@ -41,16 +41,12 @@ class ReportData:
         results_dir = Path(results_dir)
         try:
             document = results.load(results_dir)
-        except FileNotFoundError:
-            raise ReportError(f"no results.json in {results_dir}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ReportError(f"{results_dir / 'results.json'} is not valid JSON: {exc}") from None
-        if not isinstance(document, dict) or not isinstance(document.get("systems"), list):
-            raise ReportError(f"{results_dir / 'results.json'} has no 'systems' list: not a lakebench result")
-        try:
-            latencies = results.load_latencies(results_dir)
-        except FileNotFoundError:
-            latencies = {}  # the table and most charts still work without it
+            try:
+                latencies = results.load_latencies(results_dir)
+            except FileNotFoundError:
+                latencies = {}  # the table and most charts still work without it
+        except results.ResultsError as exc:
+            raise ReportError(str(exc)) from None
         benchmarks = [(Path(p), load_benchmarks(Path(p))) for p in benchmark_files]
         return cls(results_dir, document, latencies, benchmarks)
 
@@ -142,8 +138,10 @@ def load_benchmarks(path: Path) -> dict:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ReportError(f"no such benchmark file: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ReportError(f"{path} is not valid JSON: {exc}") from None
+    except OSError as exc:  # a directory, no permission
+        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
         raise ReportError(f"{path} has no 'benchmarks' list: not a pytest-benchmark JSON file")
     return document

@@ -235,7 +235,8 @@ def results_section(data: ReportData) -> str:
     if failed:
         out.append(".. admonition:: Failed\n   :class: error\n")
         for e in failed:
-            out.append(f"   - {e['name']}: {fmt.literal(e.get('error') or 'unknown error')}")
+            log = f" (the whole failure: {fmt.literal(e['log'])} in the results directory)" if e.get("log") else ""
+            out.append(f"   - {e['name']}: {fmt.literal(e.get('error') or 'unknown error')}{log}")
         out.append("")
     return "\n".join(out)
 

@@ -83,6 +83,9 @@ def new_pool() -> urllib3.PoolManager:
 def request(http: urllib3.PoolManager, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
     try:
         return http.request(method, url, **kwargs)
+    except urllib3.exceptions.NewConnectionError as exc:  # refused, no such host: say so, not urllib3's repr
+        reason = getattr(exc.__cause__ or exc.__context__, "strerror", None) or exc
+        raise SystemFailure(f"{method} {url}: cannot connect ({reason})") from exc
     except urllib3.exceptions.HTTPError as exc:
         raise SystemFailure(f"{method} {url}: {exc}") from exc
 

@@ -1,0 +1,149 @@
+"""Argument types for lakebench's command lines: numbers within a stated range, and the
+few other values that must be right before anything starts (a JVM heap size, a server's URL).
+
+Every numeric option of every sub-command is parsed by a :class:`Bounded`
+(or a :class:`BoundedList` for a sweep), so a value that is not a number,
+not finite, or outside the range the option states in its ``--help`` is
+refused by argparse: one line, exit code 2, before anything runs.  Without
+the bounds, ``--triples 999999999999`` got the worker OOM-killed and
+``--interval inf`` crashed the monitor thread.
+
+>>> children = Bounded(int, 1, 10_000_000)
+>>> children("1000"), children.range
+(1000, '1 to 10,000,000')
+>>> children("0")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: must be from 1 to 10,000,000, got 0
+>>> Bounded(float, 0.01, 60)("nan")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: not a finite number: 'nan'
+>>> BoundedList(children)("1000,10000")
+[1000, 10000]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import urllib.parse
+
+
+def _number(value: float) -> str:
+    """``10000000`` -> ``'10,000,000'``, ``0.5`` -> ``'0.5'``: as a range reads in --help."""
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+class Bounded:
+    """An argparse ``type``: text -> ``kind`` (int or float), finite, from ``lo`` to ``hi`` inclusive."""
+
+    def __init__(self, kind: type, lo: float, hi: float):
+        self.kind = kind
+        self.lo = lo
+        self.hi = hi
+        self.__name__ = "integer" if kind is int else "number"  # argparse names the type in some errors
+
+    @property
+    def range(self) -> str:
+        """The range as the option's help states it: ``'1 to 10,000,000'``."""
+        return f"{_number(self.lo)} to {_number(self.hi)}"
+
+    def __call__(self, text: str):
+        try:
+            value = self.kind(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if self.kind is int else 'a number'}: "
+                                             f"{text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        if not self.lo <= value <= self.hi:
+            raise argparse.ArgumentTypeError(f"must be from {self.range}, got {text.strip()}")
+        return value
+
+
+class BoundedList:
+    """An argparse ``type``: ``"1000,10000"`` -> ``[1000, 10000]``, each value a ``Bounded``; a sweep."""
+
+    def __init__(self, item: Bounded):
+        self.item = item
+        self.__name__ = "list"
+
+    @property
+    def range(self) -> str:
+        return self.item.range
+
+    def __call__(self, text: str) -> list:
+        values = [self.item(part) for part in text.split(",") if part.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError("no value given")
+        if len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(f"a value is given twice: {text}")
+        return values
+
+
+#: A TCP port.
+PORT = Bounded(int, 1, 65_535)
+#: How long ``start`` waits for a server it started (Fedora, LAKEsuperior) to answer.
+START_TIMEOUT = Bounded(float, 1, 3_600)
+
+_JVM_SIZE = re.compile(r"([0-9]{1,13})([kmgt]?)", re.IGNORECASE)
+_JVM_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _jvm_bytes(text: str) -> int | None:
+    match = _JVM_SIZE.fullmatch(text.strip())
+    return int(match[1]) * _JVM_UNITS[match[2].lower()] if match else None
+
+
+class JvmHeap:
+    """An argparse ``type``: a heap size as ``java -Xmx`` reads it (``512m``, ``2g``), from ``lo`` to ``hi``.
+
+    Anything else would only stop the JVM at start, after the download.
+
+    >>> JVM_HEAP("2g")
+    '2g'
+    >>> JVM_HEAP("1m")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be from 64m to 1t, got 1m
+    """
+
+    __name__ = "JVM heap size"
+
+    def __init__(self, lo: str, hi: str):
+        self.range = f"{lo} to {hi}"
+        self._bytes = (_jvm_bytes(lo) or 0, _jvm_bytes(hi) or 0)
+
+    def __call__(self, text: str) -> str:
+        size = _jvm_bytes(text)
+        if size is None:
+            raise argparse.ArgumentTypeError(f"not a JVM heap size (digits, then k, m, g or t, e.g. 2g): {text!r}")
+        if not self._bytes[0] <= size <= self._bytes[1]:
+            raise argparse.ArgumentTypeError(f"must be from {self.range}, got {text.strip()}")
+        return text.strip()
+
+
+#: A Fedora's heap: below 64 MiB the JVM cannot even deploy the war; above
+#: 1 TiB is a typing mistake on any machine lakebench runs on.
+JVM_HEAP = JvmHeap("64m", "1t")
+
+
+def http_url(text: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host (and a valid port, if any).
+
+    >>> http_url("http://127.0.0.1:8080/rest/")
+    'http://127.0.0.1:8080/rest/'
+    >>> http_url("localhost:8080")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: not an http:// or https:// URL with a host: 'localhost:8080'
+    """
+    parts = urllib.parse.urlsplit(text.strip())
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a valid port in {text!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"not an http:// or https:// URL with a host: {text!r}")
+    return text.strip()

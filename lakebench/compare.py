@@ -142,8 +142,8 @@ def main(args) -> int:
     for directory in (args.base, args.new):
         try:
             documents.append(results.load(directory))
-        except (OSError, ValueError) as exc:
-            print(f"lakebench compare: error: {directory}: cannot read results.json ({exc})", file=sys.stderr)
+        except results.ResultsError as exc:  # one line naming the file and the first bad field
+            print(f"lakebench compare: error: {exc}", file=sys.stderr)
             return 2
     base, new = documents
     changes = compare(base, new, args.threshold)

@@ -1,7 +1,9 @@
 """``lakebench serve``: the LMDB store as a Linked Data Platform server.
 
 The WSGI application (:mod:`lakebench.server.app`) runs under gunicorn,
-a production pre-fork server: each worker process opens the LMDB
+a production pre-fork server, with an event-loop worker
+(:mod:`lakebench.server.serving`): a slow or silent client costs a
+connection slot, never a worker.  Each worker process opens the LMDB
 environment itself after the fork; LMDB serializes their writes and gives
 each reader a snapshot.  SIGTERM stops it gracefully (requests in flight
 finish).  Loopback only unless ``--host`` says otherwise.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from pathlib import Path
 
@@ -28,18 +31,21 @@ def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_
 
 def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
           durability: str = "durable", base_url: str | None = None, max_body: int | None = None,
-          access_log: bool = False, max_binary: int | None = None) -> None:
+          access_log: bool = False, max_binary: int | None = None, client_timeout: float | None = None,
+          max_connections: int | None = None) -> None:
     """Run the server in the foreground until SIGTERM or SIGINT."""
     from gunicorn.app.base import BaseApplication
 
+    from lakebench.server import serving
     from lakebench.server.app import DEFAULT_MAX_BODY
 
     base = base_url or f"http://{host}:{port}/"
     # The store's write-ahead log belongs to one process: with several
     # workers, every write is an LMDB commit of its own instead.
     log = workers == 1
-    app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
-                   max_binary, log=log)
+    app = serving.complete_responses(
+        make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
+                 max_binary, log=log))
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker.
     from lakebench.server.repository import Repository
@@ -52,11 +58,15 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     options = {
         "bind": f"{host}:{port}",
         "workers": workers,
-        # gthread with one thread: a process per request like "sync", but
-        # with HTTP keep-alive, so a client's connection lasts the whole run.
-        "worker_class": "gthread",
-        "threads": 1,
-        "keepalive": 75,
+        # One event loop per worker (gevent), a greenlet per connection, with
+        # timeouts and a connection cap: see lakebench.server.serving.
+        "worker_class": serving.worker_class(serving.CLIENT_TIMEOUT if client_timeout is None
+                                             else client_timeout),
+        "worker_connections": serving.MAX_CONNECTIONS if max_connections is None else max_connections,
+        "keepalive": serving.KEEPALIVE,
+        "limit_request_line": serving.LIMIT_REQUEST_LINE,
+        "limit_request_fields": serving.LIMIT_REQUEST_FIELDS,
+        "limit_request_field_size": serving.LIMIT_REQUEST_FIELD_SIZE,
         "control_socket_disable": True,
         "timeout": 600,  # a 10,000-child container is streamed in well under this
         "graceful_timeout": 10,
@@ -104,6 +114,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-binary", type=int, default=None,
                         help="largest binary (non-RDF) body in bytes, streamed to disk; larger is 413 "
                         "(default: 64 GiB)")
+    parser.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
+                        help="a request head must arrive within this time, and a client sending a body "
+                        "or receiving a response must make progress within it, else its connection "
+                        "is closed (default: 30)")
+    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="connections each worker serves at once; more wait to be accepted "
+                        "(default: 1000)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request")
     parser.set_defaults(func=main)
     return parser
@@ -116,13 +133,21 @@ def main(args) -> int:
     if (args.max_body is not None and args.max_body < 0) or (args.max_binary is not None and args.max_binary < 0):
         print("lakebench serve: error: --max-body and --max-binary must not be negative", file=sys.stderr)
         return 2
+    if args.client_timeout is not None and not (math.isfinite(args.client_timeout)
+                                                and 0.1 <= args.client_timeout <= 86400):
+        print("lakebench serve: error: --client-timeout must be between 0.1 and 86400 seconds", file=sys.stderr)
+        return 2
+    if args.max_connections is not None and not 1 <= args.max_connections <= 100_000:
+        print("lakebench serve: error: --max-connections must be in 1..100000", file=sys.stderr)
+        return 2
     from lakebench._store import StoreError
 
     logging.basicConfig(level=logging.INFO)
     try:
         serve(args.data, host=args.host, port=args.port, workers=args.workers, durability=args.durability,
               base_url=args.base_url, max_body=args.max_body, access_log=args.access_log,
-              max_binary=args.max_binary)
+              max_binary=args.max_binary, client_timeout=args.client_timeout,
+              max_connections=args.max_connections)
     except (OSError, StoreError) as exc:  # e.g. DIR is a file, or not a store
         print(f"lakebench serve: error: {exc}", file=sys.stderr)
         return 1

@@ -25,8 +25,19 @@ _UNSUPPORTED_MODELS = (LDP + "DirectContainer", LDP + "IndirectContainer")
 #: ``ldp:Resource`` alone: a resource that is not a container (LDP 5.2.3.4), an RDF
 #: source or a binary by its Content-Type.
 NOT_A_CONTAINER = "resource"
-_LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,"=]+(?:="[^"]*"|=[^;,]*)?)*)')
-_REL = re.compile(r'rel\s*=\s*(?:"([^"]*)"|([^;,\s]+))', re.I)
+# Header parsing runs in time linear in the header's length: every pattern
+# below is anchored, or stops at a character that cannot occur inside what it
+# matches, so the regular expression engine never backtracks over a long
+# stretch, and each scan resumes where the last ended.  (The server bounds
+# the length too: lakebench.server.serving.MAX_HEADER.)
+#: A link-value's target: no '<' or '>' inside (RFC 3986), so a run of '<' costs one step each.
+_TARGET = re.compile(r"<([^<>]*)>")
+#: One ``; name[=value]`` parameter (RFC 8288, RFC 6266), its value a token or
+#: a quoted string (closed or not: an unclosed one runs to the end).
+#: In a Link header a bare value also ends at ',' (the next link-value) and '<'.
+_PARAM = re.compile(r'[ \t]*;[ \t]*([^\s;,="<>]*)[ \t]*(?:=[ \t]*(?:"((?:[^"\\]|\\.)*)"?|([^\s;,"<>]*)))?')
+_DISPOSITION_PARAM = re.compile(r'[ \t]*;[ \t]*([^\s;="]*)[ \t]*(?:=[ \t]*(?:"((?:[^"\\]|\\.)*)"?|([^\s;"]*)))?')
+_ESCAPE = re.compile(r"\\(.)")
 
 
 def negotiate(accept: str) -> str | None:
@@ -78,10 +89,8 @@ def prefer(header: str) -> tuple[bool, str | None]:
     (True, None)
     """
     if "return=representation" in header:
-        omit = re.search(r'omit="([^"]*)"', header)
-        include = re.search(r'include="([^"]*)"', header)
-        omitted = omit.group(1).split() if omit else []
-        included = include.group(1).split() if include else []
+        omitted = _quoted_after(header, 'omit="').split()
+        included = _quoted_after(header, 'include="').split()
         if PREFER_CONTAINMENT in omitted or PREFER_MINIMAL in included:
             return False, "return=representation"
         return True, "return=representation"
@@ -97,11 +106,59 @@ def link_types(header: str) -> list[str]:
     ['http://a', 'http://c']
     """
     types = []
-    for target, params in _LINK.findall(header or ""):
-        for quoted, bare in _REL.findall(params):
-            if "type" in (quoted or bare).split():
+    for target, params in _link_values(header or ""):
+        for name, value in params:
+            if name.lower() == "rel" and "type" in value.split():
                 types.append(target)
+                break
     return types
+
+
+def _link_values(header: str):
+    """``(target, [(name, value), ...])`` of each link-value of a Link header, in one
+    left-to-right pass; what is not a link-value is skipped."""
+    pos = 0
+    while True:
+        link = _TARGET.search(header, pos)
+        if link is None:
+            return
+        pos = link.end()
+        params = []
+        while True:
+            param = _PARAM.match(header, pos)
+            if param is None or param.end() == pos:
+                break
+            pos = param.end()
+            name, quoted, bare = param.groups()
+            params.append((name, _ESCAPE.sub(r"\1", quoted) if quoted is not None else bare or ""))
+        yield link.group(1), params
+
+
+def _parameters(header: str) -> list[tuple[str, str]]:
+    """The ``; name=value`` parameters of a Content-Disposition (``type; a=1; b="x"``), in one pass."""
+    pos = header.find(";")
+    params = []
+    while pos >= 0:
+        param = _DISPOSITION_PARAM.match(header, pos)
+        if param is None or param.end() == pos:  # junk: on to the next ';'
+            pos = header.find(";", pos + 1)
+            continue
+        pos = param.end()
+        name, quoted, bare = param.groups()
+        params.append((name, _ESCAPE.sub(r"\1", quoted) if quoted is not None else bare or ""))
+        if pos < len(header) and header[pos] != ";":
+            pos = header.find(";", pos)
+    return params
+
+
+def _quoted_after(header: str, prefix: str) -> str:
+    """The text between ``prefix`` (ending in a quote) and the next quote, or ''."""
+    start = header.find(prefix)
+    if start < 0:
+        return ""
+    start += len(prefix)
+    end = header.find('"', start)
+    return header[start:end] if end >= 0 else header[start:]
 
 
 def requested_model(header: str) -> str | None:
@@ -152,21 +209,32 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     if unit.strip().lower() != "bytes" or "," in spec:
         return None
     first, dash, last = spec.strip().partition("-")
-    if not dash or not (first.isdigit() or last.isdigit()) or (first and not first.isdigit()) or (
-            last and not last.isdigit()):
+    if not dash or not (_digits(first) or _digits(last)) or (first and not _digits(first)) or (
+            last and not _digits(last)):
         return None
     if not first:  # the last N bytes
-        n = int(last)
+        n = _position(last)
         if n == 0 or size == 0:
             raise unsatisfiable(size)
         return max(0, size - n), size - 1
-    start = int(first)
-    end = min(int(last), size - 1) if last else size - 1
-    if last and int(last) < start:
+    start = _position(first)
+    end = min(_position(last), size - 1) if last else size - 1
+    if last and _position(last) < start:
         return None  # invalid: ignored
     if start >= size:
         raise unsatisfiable(size)
     return start, end
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` takes '²' and other digits ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
+def _position(digits: str) -> int:
+    """A byte position; one past any file's size when it has more than 19 digits
+    (``int`` refuses strings of over 4,300 digits, and none is needed)."""
+    return int(digits) if len(digits) <= 19 else 10 ** 19
 
 
 def unsatisfiable(size: int) -> RepositoryError:
@@ -186,14 +254,17 @@ def disposition_filename(header: str | None) -> str | None:
     """
     if not header:
         return None
-    extended = re.search(r"filename\*\s*=\s*([^']*)'[^']*'([^;\s]+)", header, re.I)
-    if extended:
-        try:
-            encoding = codecs.lookup(extended.group(1) or "utf-8").name
-        except LookupError:  # a charset nobody knows: read it as UTF-8
-            encoding = "utf-8"
-        return unquote(extended.group(2), encoding=encoding, errors="replace")
-    plain = re.search(r'filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))', header, re.I)
-    if plain:
-        return re.sub(r"\\(.)", r"\1", plain.group(1)) if plain.group(1) is not None else plain.group(2)
+    params = _parameters(header)
+    for name, value in params:
+        charset, quote, rest = value.partition("'")
+        _language, quote2, encoded = rest.partition("'")
+        if name.lower() == "filename*" and quote and quote2 and encoded:
+            try:
+                encoding = codecs.lookup(charset or "utf-8").name
+            except (LookupError, ValueError):  # a charset nobody knows: read it as UTF-8
+                encoding = "utf-8"
+            return unquote(encoded, encoding=encoding, errors="replace")
+    for name, value in params:
+        if name.lower() == "filename" and value:
+            return value
     return None

@@ -7,10 +7,16 @@ children (200 triples each, bodies built before the clock starts) one by
 one through a urllib3 pool (one connection, kept alive when the server
 allows it), then GET the parent a few times.  Configurations:
 
-* ``gthread``: ``lakebench serve`` as shipped (gthread, one thread), nosync
-  and durable;
+* ``serve``: ``lakebench serve`` as shipped (gunicorn's gevent worker with
+  timeouts, :mod:`lakebench.server.serving`), nosync and durable;
+* ``gthread``: the same application under gunicorn's ``gthread`` worker with
+  one thread and keep-alive (what ``lakebench serve`` ran before the gevent
+  worker: one slow client stalls it);
 * ``sync``: the same application under gunicorn's ``sync`` worker, which
   closes the connection after every response (so each PUT opens a new one).
+
+``--configs serve-nosync,gthread-nosync,serve-durable,gthread-durable
+--repeat 3`` interleaves the serving models on one machine.
 """
 from __future__ import annotations
 
@@ -32,20 +38,22 @@ from .conftest import PACKAGE_ROOT, Server, free_port
 MAX_CHILDREN = 2000
 
 
-class SyncServer(Server):
-    """The same WSGI application under ``gunicorn -k sync``."""
+class GunicornServer(Server):
+    """The same WSGI application under ``gunicorn -k sync`` or ``-k gthread --threads 1``."""
 
-    def __init__(self, data: Path, log: Path, durable: bool):
+    def __init__(self, data: Path, log: Path, durable: bool, worker: str = "sync"):
         super().__init__(data, log)
         self.durable = durable
+        self.worker = worker
 
     def start(self, timeout: float = 30.0) -> "Server":
         env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
         factory = f"lakebench.server:make_app({str(self.data)!r}, {self.base!r}, {self.durable}, {16 << 20})"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-k", "sync", "-w", "1", "-b", f"127.0.0.1:{self.port}",
-                 "--timeout", "600", factory],
+                [sys.executable, "-m", "gunicorn", "-k", self.worker, "-w", "1", "-b", f"127.0.0.1:{self.port}",
+                 "--timeout", "600",
+                 *(["--threads", "1", "--keep-alive", "75"] if self.worker == "gthread" else []), factory],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -100,7 +108,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--children", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--configs", default="gthread-nosync,gthread-durable,sync-nosync,sync-durable")
+    parser.add_argument("--configs", default="serve-nosync,serve-durable,gthread-nosync,gthread-durable")
     args = parser.parse_args(argv)
     if not 0 < args.children <= MAX_CHILDREN:
         parser.error(f"--children must be in 1..{MAX_CHILDREN}")
@@ -116,10 +124,10 @@ def main(argv=None) -> int:
             worker, durability = config.split("-")
             with tempfile.TemporaryDirectory(prefix="lakebench-measure-") as tmp:
                 tmp = Path(tmp)
-                if worker == "gthread":
+                if worker == "serve":
                     server = Server(tmp / "data", tmp / "log", "--durability", durability, port=free_port())
                 else:
-                    server = SyncServer(tmp / "data", tmp / "log", durability == "durable")
+                    server = GunicornServer(tmp / "data", tmp / "log", durability == "durable", worker)
                 server.start()
                 try:
                     m = measure(server, bodies)

@@ -77,7 +77,9 @@ def test_listens_on_loopback_only_by_default(serve):
 
 
 @pytest.mark.parametrize("args", [["--workers", "0"], ["--port", "0"], ["--port", "70000"],
-                                  ["--max-body", "-1"], ["--max-binary", "-1"], ["--durability", "sometimes"]])
+                                  ["--max-body", "-1"], ["--max-binary", "-1"], ["--durability", "sometimes"],
+                                  ["--client-timeout", "0"], ["--client-timeout", "nan"],
+                                  ["--client-timeout", "inf"], ["--max-connections", "0"]])
 def test_bad_arguments_exit_2(tmp_path, args):
     result = run_cli("--data", str(tmp_path / "d"), *args)
     assert result.returncode == 2, result

@@ -1,0 +1,221 @@
+"""How ``lakebench serve`` meets its clients: gunicorn's gevent worker, with timeouts.
+
+Each worker process runs one event loop (gevent) and serves every
+connection in a greenlet of its own, so a client that is silent, slow or
+stalled costs one connection slot (a greenlet and a socket, a few KiB),
+never the worker: the others are served meanwhile.  What bounds them:
+
+* a connection cap (``--max-connections``, gunicorn's ``worker_connections``):
+  beyond it, new connections wait in the listen backlog;
+* the head timeout: a request line and headers must arrive in full within
+  ``--client-timeout`` of the connection (or, on a kept-alive connection,
+  of the request's first byte), else the connection is closed (``408`` if
+  part of a head had come);
+* the keep-alive timeout: an idle kept-alive connection is closed after
+  ``keepalive`` seconds;
+* the body and send timeouts: every read of a request body and every
+  write of a response chunk (64 KiB) must make progress within
+  ``--client-timeout`` (nginx's ``client_body_timeout`` and
+  ``send_timeout``), else the request ends (a body cut short is a ``400``
+  and nothing of it is stored) and the connection is closed;
+* gunicorn's limits on the request line, the number of headers and the
+  size of each, and :data:`MAX_HEADER` on every header the application
+  interprets (repeated headers are joined): ``414`` and ``431``, one line.
+
+The store's calls stay safe: all greenlets of a worker run on its one OS
+thread (so the store's write batch always sees the thread that opened it;
+the standard library is deliberately not monkey-patched, which would give
+each greenlet a thread identity of its own), and a greenlet only yields to
+another on socket I/O, which the application does outside store calls: a
+request body is read in full (or streamed to a file, for a binary) before
+the store is called, and :func:`complete_responses` runs every store read to
+its end before the first byte of the response is sent, so no read
+transaction (nor a view of the write batch) is open while a greenlet
+waits for a client.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import time
+
+import gevent
+from gevent import socket as gsocket
+from gunicorn import http, util
+from gunicorn.http.errors import NoMoreData
+from gunicorn.workers.ggevent import GeventWorker
+
+from lakebench.server.responses import FileRange
+
+log = logging.getLogger("lakebench.server")
+
+#: Seconds a client may take to send a request head, or stall while sending a
+#: body or receiving a response (default of ``--client-timeout``).
+CLIENT_TIMEOUT = 30.0
+#: Connections a worker serves at once (default of ``--max-connections``).
+MAX_CONNECTIONS = 1000
+#: Seconds an idle kept-alive connection stays open.
+KEEPALIVE = 75
+#: gunicorn's limits on a request head (its defaults, stated): the request
+#: line, the number of header fields, the size of one field.
+LIMIT_REQUEST_LINE = 4094
+LIMIT_REQUEST_FIELDS = 100
+LIMIT_REQUEST_FIELD_SIZE = 8190
+#: The largest value of a header the application interprets, repeated
+#: headers joined (gunicorn joins them with commas).
+MAX_HEADER = 16 * 1024
+#: The headers the application parses; any other is passed over unread.
+INTERPRETED = ("HTTP_ACCEPT", "HTTP_PREFER", "HTTP_LINK", "HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH",
+               "HTTP_RANGE", "HTTP_DIGEST", "HTTP_WANT_DIGEST", "HTTP_CONTENT_DISPOSITION", "HTTP_SLUG",
+               "CONTENT_TYPE")
+#: How often an idle connection checks whether the worker is stopping.
+_IDLE_POLL = 1.0
+
+
+class _HeadTimeout(Exception):
+    """The request head did not arrive in time."""
+
+
+def worker_class(client_timeout: float = CLIENT_TIMEOUT) -> type:
+    """The worker class for gunicorn, with ``client_timeout`` (seconds)."""
+    return type("LakebenchWorker", (Worker,), {"client_timeout": float(client_timeout)})
+
+
+class Worker(GeventWorker):
+    """gunicorn's gevent worker with head, body, send and keep-alive timeouts."""
+
+    client_timeout = CLIENT_TIMEOUT
+
+    def patch(self):
+        # Only the listening sockets become gevent's; the standard library is
+        # left alone (see the module docstring: one thread identity).
+        self.sockets = [gsocket.socket(s.FAMILY, socket.SOCK_STREAM, fileno=s.sock.detach())
+                        for s in self.sockets]
+
+    def init_process(self):
+        util.write_error = write_error  # gunicorn's own refusals (400, 414, 431, ...) in one line
+        super().init_process()
+
+    def handle(self, listener, client, addr):
+        # Every recv and send waits at most client_timeout (gevent sockets).
+        client.settimeout(self.client_timeout)
+        parser = http.get_parser(self.cfg, client, addr)
+        listener_name = listener.getsockname()
+        req = None
+        try:
+            # A new connection: its first request's head must arrive within
+            # client_timeout of the connection; a silent one is closed unanswered.
+            deadline = time.monotonic() + self.client_timeout
+            if not self._wait_readable(client, parser, deadline):
+                return
+            while self.alive:
+                if deadline is None:  # kept alive: idle until the next request's first byte
+                    if not self._wait_readable(client, parser, time.monotonic() + self.cfg.keepalive):
+                        return
+                    deadline = time.monotonic() + self.client_timeout
+                req = None
+                try:
+                    with gevent.Timeout(max(0.001, deadline - time.monotonic()), _HeadTimeout):
+                        req = next(parser)
+                except _HeadTimeout:  # part of a head came: say why before closing
+                    _write_quietly(client, 408, "Request Timeout",
+                                   f"the request head did not arrive within {self.client_timeout:g} s")
+                    return
+                self.handle_request(listener_name, req, client, addr)  # StopIteration: close
+                # An unread body (a refused request) is drained, boundedly, or the connection closes.
+                if not parser.finish_body(deadline=time.monotonic() + self.client_timeout):
+                    return
+                deadline = None
+        except (NoMoreData, StopIteration):
+            pass
+        except gevent.GreenletExit:
+            pass
+        except TimeoutError:
+            self.log.debug("client %s stalled for %g s: connection closed", addr, self.client_timeout)
+        except OSError as exc:  # reset, broken pipe: the client went away
+            self.log.debug("connection from %s ended: %s", addr, exc)
+        except Exception as exc:
+            self.handle_error(req, client, addr, exc)
+        finally:
+            util.close(client)
+
+    def _wait_readable(self, client, parser, end: float) -> bool:
+        """Until the next request's first byte (True), or ``end`` or the worker's
+        stop (False)."""
+        if _buffered(parser):  # pipelined: already here
+            return True
+        while self.alive:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                gsocket.wait_read(client.fileno(), timeout=min(left, _IDLE_POLL))
+                return True
+            except TimeoutError:
+                continue
+        return False
+
+
+def _buffered(parser) -> bool:
+    buf = parser.unreader.buf
+    buf.seek(0, 2)
+    return buf.tell() > 0
+
+
+def write_error(sock, status_int, reason, mesg):
+    """gunicorn's error answer, as one line of plain text (replaces ``gunicorn.util.write_error``)."""
+    _write_quietly(sock, status_int, reason, mesg, raise_errors=True)
+
+
+def _write_quietly(sock, status: int, reason: str, message: str, raise_errors: bool = False) -> None:
+    line = " ".join(f"{reason}: {message}".split()) if message else reason
+    if len(line) > 300:
+        line = line[:297] + "..."
+    body = (line + "\n").encode("utf-8", "replace")
+    head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n\r\n")
+    try:
+        util.write_nonblock(sock, head.encode("latin-1") + body)
+    except OSError:
+        if raise_errors:
+            raise
+
+
+def complete_responses(app):
+    """WSGI middleware: the bounds on interpreted headers, and every response
+    body produced in full before its first byte is sent.
+
+    A representation is read from the store in one stretch, with no client
+    I/O in between, so a greenlet never waits on a socket while it holds a
+    store transaction.  A binary's bytes (a :class:`FileRange`, read from its
+    file, not the store) are still streamed.
+    """
+
+    def application(environ, start_response):
+        for key in INTERPRETED:
+            value = environ.get(key)
+            if value is not None and len(value) > MAX_HEADER:
+                name = key.removeprefix("HTTP_").replace("_", "-").title()
+                message = f"the {name} header is over {MAX_HEADER} bytes\n".encode()
+                start_response("431 Request Header Fields Too Large",
+                               [("Content-Type", "text/plain; charset=utf-8"),
+                                ("Content-Length", str(len(message)))])
+                return [message]
+        body = app(environ, start_response)
+        if isinstance(body, (list, tuple, FileRange)):
+            return body
+        try:
+            return list(body)
+        except Exception:
+            log.exception("error producing the response to %s %s", environ.get("REQUEST_METHOD"),
+                          environ.get("PATH_INFO"))
+            start_response("500 Internal Server Error", [("Content-Type", "text/plain; charset=utf-8")],
+                           sys.exc_info())
+            return [b"internal server error\n"]
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+
+    return application

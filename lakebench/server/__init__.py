@@ -43,9 +43,9 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     # The store's write-ahead log belongs to one process: with several
     # workers, every write is an LMDB commit of its own instead.
     log = workers == 1
-    app = serving.complete_responses(
-        make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
-                 max_binary, log=log))
+    ldp_app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
+                       max_binary, log=log)
+    app = serving.complete_responses(ldp_app)
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker.
     from lakebench.server.repository import Repository
@@ -68,6 +68,10 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
         "limit_request_fields": serving.LIMIT_REQUEST_FIELDS,
         "limit_request_field_size": serving.LIMIT_REQUEST_FIELD_SIZE,
         "control_socket_disable": True,
+        # A worker that exits cleanly commits its write batch (on the thread
+        # that opened it: greenlets share the worker's one thread), so the
+        # store at rest needs no recovery.
+        "worker_exit": lambda arbiter, worker: ldp_app.close(),
         "timeout": 600,  # a 10,000-child container is streamed in well under this
         "graceful_timeout": 10,
         "accesslog": "-" if access_log else None,

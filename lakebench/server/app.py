@@ -83,6 +83,16 @@ class LdpApplication:
         self.max_body = max_body
         self.max_binary = max_binary
 
+    def close(self) -> None:
+        """Close the repository if this process opened it; what fails is logged,
+        since everything acknowledged is in the store's log anyway."""
+        repository, self._repository = self._repository, None
+        if repository is not None:
+            try:
+                repository.close()
+            except Exception:
+                log.exception("closing the repository")
+
     @property
     def repository(self) -> Repository:
         if self._repository is None:

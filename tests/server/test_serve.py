@@ -52,6 +52,22 @@ def test_data_survives_a_restart(serve, tmp_path):
     assert r.status == 200 and b'"x"' in r.body and r.header("ETag") == etag
 
 
+@pytest.mark.parametrize("durability", ["durable", "nosync"])
+def test_a_clean_stop_commits_the_write_batch(serve, tmp_path, durability):
+    from lakebench.store import LmdbStore
+
+    data = tmp_path / "store"
+    server = serve("--durability", durability, data=data)
+    for k in range(3):
+        assert server.request("PUT", f"/kept{k}", '<> <http://e/p> "x" .',
+                              {"Content-Type": "text/turtle"}).status == 201
+    assert os.path.getsize(data / "wal") > 0  # acknowledged through the log
+    assert server.stop() == 0
+    assert os.path.getsize(data / "wal") == 0, server.log()  # committed to data.mdb at the worker's exit
+    with LmdbStore(data, readonly=True) as store:  # a read-only open refuses a store that needs recovery
+        assert store.count(p="http://e/p") == 3
+
+
 @pytest.mark.parametrize("access_log", [False, True])
 def test_access_log_only_when_asked(serve, access_log):
     server = serve(*(["--access-log"] if access_log else []))

@@ -134,8 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser(
         "check", help="verify an LMDB store: indices agree, every id resolves, counts match",
         description="Open the LMDB store in DIR read-only and verify it: every quad index holds the "
-        "same quads, every term id resolves, hashes and counts agree. Exit 0 when consistent, 1 "
-        "with the problems listed otherwise.")
+        "same quads, every term id resolves, hashes and counts agree, the write-ahead log decodes. "
+        "Before mapping data.mdb, its two LMDB meta pages are read and the file must hold the pages "
+        "they describe; the walk itself runs in a child process, so a crash inside liblmdb on a "
+        "damaged page is reported, not suffered. Exit 0 when consistent; 1 with the problems "
+        "listed, or with one line 'store damaged: ...' when the file is damaged.")
     check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
     check.set_defaults(func=cmd_check)
 
@@ -224,13 +227,17 @@ def cmd_table(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from lakebench.store import StoreError, check
+    from lakebench.store import StoreDamaged, StoreError
+    from lakebench.store.preflight import check_isolated
 
     if not (args.store_dir / "data.mdb").is_file():
         raise UsageError(f"lakebench check: error: no LMDB store in {args.store_dir} (no data.mdb)")
     try:
-        problems = check(args.store_dir)
-    except StoreError as exc:
+        problems = check_isolated(args.store_dir)  # a crash in liblmdb is an error, not our death
+    except StoreDamaged as exc:  # names the file already
+        print(f"lakebench check: {exc}", file=sys.stderr)
+        return 1
+    except (StoreError, OSError) as exc:
         print(f"lakebench check: {args.store_dir}: {exc}", file=sys.stderr)
         return 1
     summary = ", ".join(f"{k} {v:,}" for k, v in problems.summary.items() if isinstance(v, int))

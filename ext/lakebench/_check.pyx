@@ -7,6 +7,12 @@ the three other indices (which hold as many entries), and every id in a
 quad names a term.  It reads the raw entries itself rather than through the
 transaction's scan, since a wrong-sized entry is a problem to report here,
 not an error that stops the walk.
+
+It is written for damaged stores too: a walk of a tree stops once it has
+met more entries than the tree records (damaged pages can lead a cursor
+round in a loop forever), and an id is range-checked before it indexes the
+id bitmap.  What it cannot survive (liblmdb following a damaged page number
+out of the file) is left to a child process (lakebench.store.preflight).
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memcmp, memset
@@ -51,6 +57,8 @@ cdef enum:
     K_UNKNOWN_ID
     K_COUNT_INDEX
     K_BAD_ENTRY
+    K_WALK_LOOPS     # ix: which tree (W_*), a: the entries it records
+    K_BAD_ID_KEY
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -63,8 +71,16 @@ cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint3
         ck.probs[ck.nprobs].ix = ix
         ck.nprobs += 1
 
+# The trees the checker walks from end to end, for K_WALK_LOOPS.
+cdef enum:
+    W_I2T = 0
+    W_T2I
+    W_SPOC
+    W_CSPO
+
 cdef str _problem_text(Problem* p):
     names = ("spoc", "posc", "ospc", "cspo")
+    walked = ("i2t", "t2i", "spoc", "cspo")  # by W_*
     quad = f"(s={p.a}, p={p.b}, o={p.c}, c={p.d})"
     if p.code == K_BAD_TERM:
         return f"term {p.a}: invalid encoding"
@@ -86,6 +102,11 @@ cdef str _problem_text(Problem* p):
         return f"{names[p.ix]} holds {p.a} entries but spoc holds {p.b}"
     if p.code == K_BAD_ENTRY:
         return f"{names[p.ix]}: an entry has the wrong key or value size"
+    if p.code == K_BAD_ID_KEY:
+        return "i2t: a key is not a term id (wrong size, or above the last id)"
+    if p.code == K_WALK_LOOPS:
+        return (f"{walked[p.ix]}: a walk met more entries than the {p.a:,} the tree records "
+                f"(its pages are damaged: they lead round in a loop, or the count is wrong); walk stopped")
     return f"problem {p.code}"
 
 cdef inline bint has_id(Check* ck, uint32_t i) noexcept nogil:
@@ -107,7 +128,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef uint8_t idb[4]
     cdef bint have = False
     cdef Quad e, qq
-    cdef size_t ndups
+    cdef size_t ndups, walked
     # 1. terms: i2t ids -> bitmap; each term valid and filed under its hash
     rc = mdb_cursor_open(txn, dbi[DB_I2T], &cur)
     if rc:
@@ -123,11 +144,16 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     if rc:
         mdb_cursor_close(cur)
         return rc
+    mdb_stat(txn, dbi[DB_I2T], &stat)
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
     while rc == 0:
+        if ck.terms == stat.ms_entries:
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_I2T)
+            rc = MDB_NOTFOUND
+            break
         ck.terms += 1
-        if k.mv_size != 4:
-            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+        if k.mv_size != 4 or ld32(k.mv_data) > ck.max_id:  # keys out of order: damage
+            problem(ck, K_BAD_ID_KEY, 0, 0, 0, 0, 0)
         else:
             tid = ld32(k.mv_data)
             ck.bitmap[tid >> 3] |= <uint8_t>(1 << (tid & 7))
@@ -152,8 +178,13 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         return rc
     # 2. the hash index: every entry points to an existing term with that hash;
     #    ids sharing a hash are distinct terms (collisions, told apart)
+    mdb_stat(txn, dbi[DB_T2I], &stat)
     rc = mdb_cursor_get(c2, &k, &v, MDB_FIRST)
     while rc == 0:
+        if ck.hash_entries == stat.ms_entries:
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_T2I)
+            rc = MDB_NOTFOUND
+            break
         ck.hash_entries += 1
         if k.mv_size != 8 or v.mv_size != 4:
             problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
@@ -194,8 +225,14 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     rc = mdb_cursor_open(txn, dbi[DB_SPOC], &cur)
     if rc:
         return rc
+    walked = 0
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
     while rc == 0:
+        if walked == ck.entries[0]:
+            problem(ck, K_WALK_LOOPS, <uint32_t>ck.entries[0], 0, 0, 0, W_SPOC)
+            rc = MDB_NOTFOUND
+            break
+        walked += 1
         if k.mv_size != 4 or v.mv_size != 12:
             problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
@@ -248,6 +285,10 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         return rc
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
     while rc == 0:
+        if ck.graphs == ck.entries[3]:
+            problem(ck, K_WALK_LOOPS, <uint32_t>ck.entries[3], 0, 0, 0, W_CSPO)
+            rc = MDB_NOTFOUND
+            break
         ck.graphs += 1
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)
     mdb_cursor_close(cur)

@@ -29,6 +29,16 @@ def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_
                           max_binary=DEFAULT_MAX_BINARY if max_binary is None else max_binary)
 
 
+def _prepare_store(data: Path, base: str, durable: bool) -> None:
+    """Open the store (creating it, replaying its log), sweep what a crash left, close it."""
+    from lakebench.server.repository import Repository
+
+    # No worker runs yet: the temporary files of uploads a crash cut short can go.
+    repository = Repository(data, base, durable=durable)
+    repository.binaries.sweep_temporaries()
+    repository.close()
+
+
 def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
           durability: str = "durable", base_url: str | None = None, max_body: int | None = None,
           access_log: bool = False, max_binary: int | None = None, client_timeout: float | None = None,
@@ -47,13 +57,12 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
                        max_binary, log=log)
     app = serving.complete_responses(ldp_app)
     # Open (and create) the store once before forking, so a bad data
-    # directory is an error at start-up rather than in every worker.
-    from lakebench.server.repository import Repository
+    # directory is an error at start-up rather than in every worker; in a
+    # child process, so that a store that crashes liblmdb is refused in one
+    # line (lakebench.store.preflight).
+    from lakebench.store.preflight import open_isolated
 
-    # No worker runs yet: the temporary files of uploads a crash cut short can go.
-    repository = Repository(data, base, durable=durability == "durable")
-    repository.binaries.sweep_temporaries()
-    repository.close()
+    open_isolated(data, _prepare_store, data, base, durability == "durable")
 
     options = {
         "bind": f"{host}:{port}",

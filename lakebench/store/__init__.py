@@ -56,6 +56,7 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.store.terms import DEFAULT_GRAPH, term
+from lakebench.store.preflight import StoreDamaged, before_open, verify_file
 from lakebench.store.wal import (
     LogError,
     LoggedTxn,
@@ -67,7 +68,8 @@ from lakebench.store.wal import (
 )
 
 __all__ = [
-    "LmdbStore", "check", "StoreError", "ParseError", "MapFullError", "LmdbError", "LogError", "NoSpaceError",
+    "LmdbStore", "check", "StoreError", "StoreDamaged", "ParseError", "MapFullError", "LmdbError", "LogError",
+    "NoSpaceError",
     "DEFAULT_GRAPH",
 ]
 
@@ -130,6 +132,9 @@ class LmdbStore:
         if log is None:
             log = True
         log = log and not readonly
+        # Before LMDB maps the files: a data.mdb cut short, or a lock file the
+        # file system cannot back, would be a SIGBUS rather than an error.
+        before_open(self.path, create=create, readonly=readonly)
         self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
         self._log: WriteAheadLog | None = None
         self._writers_lock = -1           # a writer without a log: its shared lock on the log file
@@ -680,6 +685,10 @@ def check(path) -> Problems:
     the next writable open; each must decode, in sequence).  The store is
     opened read-only; the check reads one snapshot.  A store open in this
     process is checked through it (what it reads, its batch included).
+    A file that fails the meta-page check (:func:`.preflight.verify_file`) is
+    one problem, and is not mapped; damage inside the trees can still crash
+    liblmdb here, which :func:`.preflight.check_isolated` (``lakebench check``)
+    turns into an error.
     """
     path = Path(path)
     store = _OPEN.get(path.resolve())
@@ -689,6 +698,12 @@ def check(path) -> Problems:
         return result
     if not (path / "data.mdb").exists():
         result = Problems([f"{path}: no LMDB store here (no data.mdb)"])
+        result.summary = {}
+        return result
+    try:
+        verify_file(path)  # before mapping it (lakebench.store.preflight)
+    except StoreDamaged as exc:
+        result = Problems([str(exc)])
         result.summary = {}
         return result
     env = Environment(path, readonly=True, map_size=0)

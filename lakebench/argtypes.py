@@ -21,6 +21,13 @@ Traceback (most recent call last):
 argparse.ArgumentTypeError: not a finite number: 'nan'
 >>> BoundedList(children)("1000,10000")
 [1000, 10000]
+>>> budget = Duration(1, 7 * 86_400)
+>>> budget("90s"), budget("20m"), budget("1h30m"), budget("45"), budget.range
+(90.0, 1200.0, 5400.0, 45.0, '1s to 168h')
+>>> budget("0.5s")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: must be from 1s to 168h, got 0.5s
 """
 from __future__ import annotations
 
@@ -80,6 +87,50 @@ class BoundedList:
         if len(set(values)) != len(values):
             raise argparse.ArgumentTypeError(f"a value is given twice: {text}")
         return values
+
+
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?"
+#: ``1h30m``, ``20m``, ``90s`` (hours, minutes, seconds in that order, each at most once), or plain seconds.
+_DURATION = re.compile(rf"(?:({_NUMBER})h)?(?:({_NUMBER})m)?(?:({_NUMBER})s)?|({_NUMBER})", re.IGNORECASE)
+
+
+def duration_text(seconds: float) -> str:
+    """``5400`` -> ``'1h30m'``, ``90`` -> ``'1m30s'``, ``0.5`` -> ``'0.5s'``: as a range reads in --help."""
+    whole = int(seconds)
+    if whole != seconds or whole < 60:
+        return f"{seconds:g}s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return "".join(f"{value}{unit}" for value, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if value)
+
+
+class Duration(Bounded):
+    """An argparse ``type``: a duration in seconds, written ``90s``, ``20m``, ``1h``, ``1h30m`` or plain seconds.
+
+    Within ``lo`` to ``hi`` seconds, like any :class:`Bounded`; ``inf`` and
+    ``nan`` are not durations.
+    """
+
+    def __init__(self, lo: float, hi: float):
+        super().__init__(float, lo, hi)
+        self.__name__ = "duration"
+
+    @property
+    def range(self) -> str:
+        return f"{duration_text(self.lo)} to {duration_text(self.hi)}"
+
+    def __call__(self, text: str) -> float:
+        written = text.strip()
+        match = _DURATION.fullmatch(written)
+        if not written or not match:
+            raise argparse.ArgumentTypeError(f"not a duration (e.g. 90s, 20m, 1h30m, or seconds): {text!r}")
+        hours, minutes, secs, plain = (float(part) if part else 0.0 for part in match.groups())
+        seconds = plain or hours * 3600 + minutes * 60 + secs
+        if not math.isfinite(seconds):  # digits only, but more of them than a float holds
+            raise argparse.ArgumentTypeError(f"not a finite duration: {text!r}")
+        if not self.lo <= seconds <= self.hi:
+            raise argparse.ArgumentTypeError(f"must be from {self.range}, got {written}")
+        return seconds
 
 
 #: A TCP port.

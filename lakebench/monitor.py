@@ -161,6 +161,24 @@ class Monitor:
         return max(values) if values else None
 
 
+def tree_rss_bytes(pid: int | None) -> int | None:
+    """Resident memory now of a process and its live descendants; None if there is none to see."""
+    if pid is None:
+        return None
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
 def tree_cpu_seconds(pid: int | None) -> float | None:
     """User + system CPU seconds used so far by a process and its live descendants."""
     if pid is None:

@@ -10,14 +10,17 @@ process builds the children instead, in order, while the worker stores them:
   WORKLOAD_JSON FD``) next to the worker, not under it, so the monitor never
   counts the producer's CPU or memory as the system's;
 * the producer writes one frame per child into a pipe: a header
-  (:data:`HEADER`: index, N-Triples length, Turtle length) then the two
-  serializations; the pipe is the bounded queue: its capacity (raised to
+  (:data:`HEADER`: index, N-Triples length, Turtle length, seconds spent
+  building that child) then the two serializations; the pipe is the bounded queue: its capacity (raised to
   one of :data:`PIPE_SIZES`) is how far ahead the producer can run, and a
   full pipe blocks it;
 * after the last child it writes a frame with index -1 whose payload is
   ``{"generate_seconds": ...}``: its own time spent building children;
 * the worker reads the frames with :class:`ChildFeed`, which hands out
-  :class:`~lakebench.workload.Child` objects holding the bytes received.
+  :class:`~lakebench.workload.Child` objects holding the bytes received;
+  a worker that stops before the last child (``--budget``) calls
+  :meth:`ChildFeed.stop`, which closes the pipe (the producer, blocked on
+  it, then ends) and returns the building time of the children it took.
 
 Timing stays with the runner: the producer only measures its own work.
 """
@@ -33,8 +36,10 @@ import time
 
 from lakebench.workload import Child, Workload
 
-#: Frame header: child index (-1: the end), N-Triples bytes, Turtle bytes.
-HEADER = struct.Struct("<qQQ")
+#: Frame header: child index (-1: the end), N-Triples bytes, Turtle bytes,
+#: seconds the producer spent building the child (so a consumer that stops
+#: early still knows the building time of what it took).
+HEADER = struct.Struct("<qQQd")
 #: Pipe capacities asked for, largest first: 8 MiB (about 130 children
 #: ahead at 64-character literals, 14 at 1,024) rides out the moments a busy
 #: machine does not run the producer; Linux lets an unprivileged process
@@ -92,12 +97,13 @@ def produce(workload: Workload, fd: int) -> None:
             t0 = time.perf_counter()
             child = workload.child(index)
             ntriples, turtle = child.ntriples, child.turtle
-            generate_seconds += time.perf_counter() - t0
-            pipe.write(HEADER.pack(index, len(ntriples), len(turtle)))
+            seconds = time.perf_counter() - t0
+            generate_seconds += seconds
+            pipe.write(HEADER.pack(index, len(ntriples), len(turtle), seconds))
             pipe.write(ntriples)
             pipe.write(turtle)
         payload = json.dumps({"generate_seconds": round(generate_seconds, 6)}).encode()
-        pipe.write(HEADER.pack(END, len(payload), 0) + payload)
+        pipe.write(HEADER.pack(END, len(payload), 0, 0.0) + payload)
 
 
 class ChildFeed:
@@ -111,12 +117,19 @@ class ChildFeed:
     [True, True, True]
     >>> feed.close() > 0  # the producer's generate_seconds
     True
+    >>> read_fd, write_fd = os.pipe()
+    >>> produce(w, write_fd)
+    >>> feed = ChildFeed(w, read_fd)
+    >>> _ = feed.next()
+    >>> feed.stop() > 0  # the first child's building time; the rest are never read
+    True
     """
 
     def __init__(self, workload: Workload, fd: int):
         self.workload = workload
         self._pipe = os.fdopen(fd, "rb", buffering=READ_BUFFER)
         self.next_index = 0
+        self.generate_seconds = 0.0  # the producer's building time of the children taken so far
 
     def _read(self, size: int) -> bytes:
         data = self._pipe.read(size)
@@ -126,22 +139,28 @@ class ChildFeed:
 
     def next(self) -> Child:
         """The next child, with both serializations."""
-        index, nt_size, turtle_size = HEADER.unpack(self._read(HEADER.size))
+        index, nt_size, turtle_size, seconds = HEADER.unpack(self._read(HEADER.size))
         if index != self.next_index:
             raise RuntimeError(f"the producer sent child {index}, child {self.next_index} was due")
         self.next_index += 1
+        self.generate_seconds += seconds
         ntriples = self._read(nt_size)
         return self.workload.prepared_child(index, ntriples, self._read(turtle_size))
 
     def close(self) -> float:
         """Read the end frame and close; the producer's seconds spent building children."""
         try:
-            index, size, _ = HEADER.unpack(self._read(HEADER.size))
+            index, size, _, _ = HEADER.unpack(self._read(HEADER.size))
             if index != END:
                 raise RuntimeError(f"the producer sent child {index} after the last one")
             return json.loads(self._read(size))["generate_seconds"]
         finally:
             self._pipe.close()
+
+    def stop(self) -> float:
+        """Stop reading before the last child; the producer's building time of the children taken."""
+        self._pipe.close()
+        return self.generate_seconds
 
 
 def _main(argv: list[str]) -> int:

@@ -58,7 +58,7 @@ IF_OK = "if ok"  # present in every object whose "status" is "ok": a failed run 
 class Field:
     """The type of one field of results.json.
 
-    ``kind`` is ``"str"``, ``"int"``, ``"number"`` (finite; an integer too),
+    ``kind`` is ``"str"``, ``"int"``, ``"number"`` (finite; an integer too), ``"bool"``,
     a dict of fields (an object holding them; the key ``"*"`` types every key
     it does not name) or a one-item list (a list of that field).
     """
@@ -83,6 +83,15 @@ _PARENT = {
     "variants_seconds": Field({"*": Field("number")}),
 }
 
+#: The parent and the disk measured during the ingest, at one size (``--checkpoints``).
+_CHECKPOINT = {
+    "children": Field("int", need=ALWAYS),
+    "parent_seconds": Field("number", need=ALWAYS),
+    "parent_first_seconds": Field("number"),
+    "containment_triples": Field("int"),
+    **_numbers("disk_bytes", "rss_bytes", null=True),
+}
+
 _SAMPLE = {
     "t": Field("number", need=ALWAYS),
     "phase": Field("str"),
@@ -93,14 +102,17 @@ _SAMPLE = {
 
 #: What one run measured: a run's record, and (means over its runs) a system entry.
 _FIGURES = {
-    "status": Field("str", need=ALWAYS, choices=("ok", "failed")),
+    "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),
+    "skip_reason": Field("str"),
     "durability": Field("str", null=True),
     "transport": Field("str", null=True),
     "driver": Field("str"),
     "users": Field("int"),
     "children": Field("int", need=IF_OK),
+    "children_requested": Field("int"),
+    "budget_exhausted": Field("bool"),
     "literal_length": Field("int", need=IF_OK),
     "ingest_seconds": Field("number", need=IF_OK),
     **_numbers("ingest_wall_seconds", "generate_seconds"),
@@ -111,6 +123,8 @@ _FIGURES = {
     "growth": Field({**_numbers("first_10pct_ms", "last_10pct_ms", null=True),
                      "ratio": Field("number", null=True, need=ALWAYS)}, need=IF_OK),
     "parent": Field(_PARENT, need=IF_OK),
+    "checkpoints": Field([Field(_CHECKPOINT)]),
+    "checkpoint_seconds": Field("number"),
     **_numbers("peak_rss_bytes", "peak_rss_anon_bytes", "peak_vms_bytes", "cpu_seconds", "disk_bytes",
                "triples_total", null=True),
 }
@@ -164,6 +178,8 @@ FIELDS = {
         "tail_seconds": Field("number"),
         "sample_interval_seconds": Field("number"),
         "cache": Field("str"),
+        "budget_seconds": Field("number", null=True),
+        "checkpoints": Field([Field("int")]),
     }),
     "reference": Field("str", null=True),
     "systems": Field([Field(_ENTRY)], need=ALWAYS),
@@ -219,7 +235,8 @@ def _check(value, field: Field, path: str) -> None:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     fits = {"str": isinstance(value, str),
             "int": number and isinstance(value, int),
-            "number": number and math.isfinite(value)}[kind]
+            "number": number and math.isfinite(value),
+            "bool": isinstance(value, bool)}[kind]
     if not fits:
         raise ResultsError(f"{path}: expected {_expected(field)}, got {_shown(value)}")
     if field.choices and value not in field.choices:
@@ -234,7 +251,7 @@ def _expected(field: Field) -> str:
     if isinstance(kind, list):
         return "a list"
     assert isinstance(kind, str)
-    return {"str": "a string", "int": "an integer", "number": "a finite number"}[kind]
+    return {"str": "a string", "int": "an integer", "number": "a finite number", "bool": "true or false"}[kind]
 
 
 def _shown(value) -> str:
@@ -353,11 +370,65 @@ def aggregate(name: str, runs: list[dict]) -> dict:
             if len(values) > 1:
                 std[path] = _round(statistics.stdev(values), 6)
         entry.update(base)
+        reached = [r["children"] for r in ok if isinstance(r.get("children"), int)]
+        if reached and len(set(reached)) > 1:
+            # Runs stopped by the budget at different sizes: the entry holds
+            # the size every run reached (its mean and std stay in std).
+            entry["children"] = min(reached)
+        if any(r.get("budget_exhausted") for r in ok):
+            entry["budget_exhausted"] = True
+        if any(r.get("checkpoints") for r in ok):
+            entry["checkpoints"] = _mean_checkpoints(ok)
         if std:
             entry["std"] = std
     entry["runs"] = [{k: v for k, v in r.items() if k != "samples"} for r in runs]
     entry["samples"] = [r.get("samples", []) for r in runs]
     return entry
+
+
+def _mean_checkpoints(runs: list[dict]) -> list[dict]:
+    """Checkpoints of every run, at the sizes all runs reached: the mean of each figure."""
+    by_size: dict[int, list[dict]] = {}
+    for run in runs:
+        for point in run.get("checkpoints") or []:
+            by_size.setdefault(point["children"], []).append(point)
+    merged = []
+    for size in sorted(by_size):
+        points = by_size[size]
+        if len(points) != len(runs):
+            continue  # a run stopped by the budget before this size
+        point: dict = {"children": size}
+        for key in points[0]:
+            values = [p.get(key) for p in points]
+            if key == "children" or all(v == values[0] for v in values):
+                point[key] = values[0]  # counts equal in every run stay exact
+            elif any(v is None for v in values):
+                point[key] = None  # unknown in some run: no mean
+            else:
+                point[key] = _round(statistics.fmean(values), 6)
+        merged.append(point)
+    return merged
+
+
+def skipped_entry(name: str, children: int, literal_length: int, reason: str, like: dict) -> dict:
+    """The entry of a case not run because the budget ran out at a smaller size (see ``runner.budget_skip``).
+
+    ``like`` is a run record of the same system, for its durability and transport.
+    """
+    return {
+        "name": name,
+        "status": "skipped",
+        "error": None,
+        "skip_reason": reason,
+        "durability": like.get("durability"),
+        "transport": like.get("transport"),
+        "repeat": 0,
+        "successful_runs": 0,
+        "children_requested": children,
+        "literal_length": literal_length,
+        "runs": [],
+        "samples": [],
+    }
 
 
 def compare_with_reference(systems: list[dict], reference: str | None) -> None:
@@ -475,9 +546,18 @@ def _latency_row(row: list[str], path: Path, line: int) -> tuple:
     return tuple(values)
 
 
+def case_children(entry: dict) -> int | None:
+    """The case's children count: those asked for (a budget may have stopped the run short of them).
+
+    >>> case_children({"children": 812, "children_requested": 1000}), case_children({"children": 50})
+    (1000, 50)
+    """
+    return entry.get("children_requested", entry.get("children"))
+
+
 def latency_key(entry: dict, run: int) -> tuple[str, int, int, int]:
-    """The key of ``load_latencies`` for run ``run`` of a system entry."""
-    return entry["name"], entry["children"], entry["literal_length"], run
+    """The key of ``load_latencies`` for run ``run`` of a system entry (latencies.csv names the case)."""
+    return entry["name"], case_children(entry), entry["literal_length"], run
 
 
 def case_label(entry: dict, systems: list[dict]) -> str:
@@ -490,8 +570,8 @@ def case_label(entry: dict, systems: list[dict]) -> str:
     """
     same = [s for s in systems if s["name"] == entry["name"]]
     parts = []
-    if len({s.get("children") for s in same}) > 1:
-        parts.append(f"{entry['children']:,} children")
+    if len({case_children(s) for s in same}) > 1:
+        parts.append(f"{case_children(entry):,} children")
     if len({s.get("literal_length") for s in same}) > 1:
         parts.append(f"{entry['literal_length']:,}-char literals")
     return f"{entry['name']} ({', '.join(parts)})" if parts else entry["name"]
@@ -529,7 +609,12 @@ def _fmt_bytes(value) -> str:
     return f"{value:.0f} B"
 
 
-def _fmt_duration(seconds) -> str:
+def format_duration(seconds) -> str:
+    """A duration as the summary table writes it.
+
+    >>> print(format_duration(1200), format_duration(20.0), format_duration(0.0123), sep=" | ")
+    20'00.0" | 20.00 s | 12.3 ms
+    """
     if seconds is None:
         return "-"
     if seconds >= 60:
@@ -571,6 +656,10 @@ def summary_rows(document: dict) -> list[list[str]]:
     triples_per_child = document.get("workload", {}).get("triples_per_child", 0)
     for s in document["systems"]:
         label = case_label(s, document["systems"])
+        if s["status"] == "skipped":
+            rows.append([label, s.get("durability") or "-", f"not run: {s.get('skip_reason') or 'skipped'}"]
+                        + [""] * (len(header) - 3))
+            continue
         if s["status"] != "ok":
             rows.append([label, s.get("durability") or "-", "FAILED: " + (s.get("error") or "?")[:60]]
                         + [""] * (len(header) - 3))
@@ -583,15 +672,18 @@ def summary_rows(document: dict) -> list[list[str]]:
         # Bytes per triple of the data set sent: the same divisor for every
         # system (a server may store triples of its own on top).
         sent = s["children"] * triples_per_child
+        running_time = format_duration(s["ingest_seconds"])
+        if s.get("budget_exhausted"):
+            running_time = f"stopped at {s['children']:,} children after {running_time}"
         rows.append([
             label,
             s.get("durability") or "-",
-            _with_std(s, "ingest_seconds", _fmt_duration(s["ingest_seconds"]), unit=" s"),
+            _with_std(s, "ingest_seconds", running_time, unit=" s"),
             _with_std(s, "per_resource_ms.mean", f"{per['mean']:.2f} ms", unit=" ms"),
             f"{per['p95']:.2f} ms",
             pct("per_resource_ms.mean"),
             f"{s['growth']['ratio']:.2f}x" if s["growth"]["ratio"] is not None else "-",
-            _with_std(s, "parent.seconds", _fmt_duration(s["parent"]["seconds"]), scale=1000, unit=" ms"),
+            _with_std(s, "parent.seconds", format_duration(s["parent"]["seconds"]), scale=1000, unit=" ms"),
             pct("parent.seconds"),
             str(s["parent"]["containment_triples"]),
             _fmt_bytes(s.get("peak_rss_bytes")),

@@ -5,7 +5,11 @@ data directory, so its memory and disk figures are its own:
 
 1. the worker builds the system and calls ``setup()`` (not timed);
 2. it creates every child, timing each ``create_child`` call alone (the
-   graph is generated before the clock starts);
+   graph is generated before the clock starts); at each checkpoint size
+   (:func:`checkpoint_sizes`) it pauses to retrieve the parent and measure
+   the disk, outside every clock of the ingest; with a budget
+   (``budget_seconds``) it stops once the ingest time (the sum of those
+   timed calls) reaches it;
 3. it retrieves the parent ``retrievals`` times, timing each;
 4. it idles ``tail_seconds`` so the monitor sees the system after the load,
    then closes the system and measures the data directory.
@@ -13,6 +17,11 @@ data directory, so its memory and disk figures are its own:
 Meanwhile the parent process samples the system's process (the worker, or a
 server the system started) with :class:`lakebench.monitor.Monitor`.  The
 worker reports to the parent as JSON lines on a private pipe.
+
+In a sweep, a case of a system is not run (an entry ``skipped``) when a
+case of the same system and literal length already spent its budget before
+reaching this case's size: it would stop at about the same size again, a
+budget later (:func:`budget_skip`).
 
 A run that fails (a server that does not start or answer, a bad reply) is a
 result: its record says ``failed`` with the error's first line, and the
@@ -39,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lakebench import environment, prefetch, results, systems
-from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
+from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds, tree_rss_bytes
 from lakebench.prefetch import ChildFeed
 from lakebench.systems.base import Retrieval
 from lakebench.workload import LDP_CONTAINS, Workload
@@ -67,6 +76,12 @@ class RunConfig:
     options: dict = field(default_factory=dict)
     prefetch: bool = True  # children from a producer process where a core is free (lakebench.prefetch)
     command: str = ""  # the command line, recorded in results
+    #: Stop each system x case's ingest once its ingest time (the sum of the
+    #: timed calls) reaches this many seconds; None: no budget.
+    budget_seconds: float | None = None
+    #: Sizes at which the parent is also retrieved and the disk measured
+    #: during the ingest: "auto" (:data:`CHECKPOINT_SERIES`), a list, or None.
+    checkpoints: str | Sequence[int] | None = "auto"
 
     def cases(self) -> list[Workload]:
         """One workload per combination of the swept children counts and literal lengths."""
@@ -80,6 +95,26 @@ class RunConfig:
 
 def _as_list(value) -> list[int]:
     return [value] if isinstance(value, int) else list(value)
+
+
+#: ``--checkpoints auto``: 1,000, 2,000, 5,000, 10,000, 20,000, ... : even
+#: steps on the report's log axis, a handful per decade, few enough that the
+#: reads (each ``retrievals`` GETs of a growing parent) stay a small part of a run.
+CHECKPOINT_SERIES = tuple(m * 10**e for e in range(3, 8) for m in (1, 2, 5))
+
+
+def checkpoint_sizes(children: int, checkpoints: str | Sequence[int] | None) -> list[int]:
+    """The checkpoint sizes of a case of ``children``: those below it (the final retrieval measures that size).
+
+    >>> checkpoint_sizes(20_000, "auto")
+    [1000, 2000, 5000, 10000]
+    >>> checkpoint_sizes(100, [50, 10, 100, 500]), checkpoint_sizes(100_000, None)
+    ([10, 50], [])
+    """
+    if not checkpoints:
+        return []
+    sizes = CHECKPOINT_SERIES if checkpoints == "auto" else checkpoints
+    return sorted({n for n in sizes if n < children})
 
 
 # -- worker side -----------------------------------------------------------
@@ -110,14 +145,79 @@ def _progress(total: int, label: str, enabled: bool):
     return tqdm(total=total, desc=label, unit="child", mininterval=interval, file=sys.stderr)
 
 
-def _drive_with_client(system, workload, spec, events):
+@dataclass
+class Outcome:
+    """What a driver measured: raw times, the parent as last retrieved, and how the ingest went."""
+
+    latencies: list[float]  # seconds of each create_child / PUT, in order
+    ingest_wall: float  # wall time of the ingest loop, checkpoint reads excluded
+    retrieval: Retrieval  # the parent as the last timed retrieval returned it
+    retrieval_times: list[float]
+    generate_cpu: float  # CPU this process spent building children (in-process systems: not the system's)
+    cache: str  # "cold" or "warm": what the retrievals really were
+    generation: dict  # "generation" and "generate_seconds" of the record
+    variants: dict | None = None  # Locust: seconds of each Prefer variant
+    budget_exhausted: bool = False
+    checkpoints: list[dict] = field(default_factory=list)
+    checkpoint_seconds: float = 0.0  # wall time spent in checkpoint reads, outside the ingest's clocks
+
+
+def _read_parent(system, retrievals: int, cold: bool) -> tuple[Retrieval, list[float], bool]:
+    """Retrieve the parent ``retrievals`` times, each timed; (the last retrieval, times, still cold)."""
+    times = []
+    retrieval = None
+    for _ in range(retrievals):
+        if cold:
+            cold = drop_page_cache()  # once refused, the rest are warm too
+        t0 = time.perf_counter()
+        retrieval = system.retrieve_parent()
+        times.append(time.perf_counter() - t0)
+    return retrieval, times, cold
+
+
+def _parent_times(times: list[float]) -> dict:
+    """Steady (median of the retrievals after the first: the first, right after
+    the writes, is often much slower) and first retrieval seconds."""
+    return {"seconds": round(results.percentile(sorted(times[1:] or times), 50), 6),
+            "first_seconds": round(times[0], 6)}
+
+
+def _checkpoint(system, children: int, spec: dict, events: _Events) -> dict:
+    """The parent retrieved as at the end of a run, and the disk and memory, with ``children`` created."""
+    events.send("progress", children=children)
+    events.send("phase", phase="checkpoint")
+    retrieval, times, _ = _read_parent(system, spec.get("retrievals", 3), spec.get("cold", False))
+    parent = _parent_times(times)
+    record = {
+        "children": children,
+        "parent_seconds": parent["seconds"],
+        "parent_first_seconds": parent["first_seconds"],
+        "containment_triples": count_containment(retrieval),
+        # Allocated so far, the system still open (the run's disk_bytes is after close).
+        "disk_bytes": directory_bytes(system.disk_path()),
+        "rss_bytes": tree_rss_bytes(system.pid()),
+    }
+    events.send("phase", phase="ingest")
+    return record
+
+
+def _drive_with_client(system, workload, spec, events) -> Outcome:
     """lakebench's own loop: one child at a time, each create_child timed alone.
 
     The children come from a producer process when the runner started one
     (``feed_fd``, see :mod:`lakebench.prefetch`), else they are built here,
-    before each clock starts.
+    before each clock starts.  At each of ``spec["checkpoints"]`` children
+    the loop pauses for :func:`_checkpoint`, whose time is in no figure of
+    the ingest; with ``spec["budget_seconds"]`` it stops once the ingest
+    time, the sum of the timed calls, reaches the budget.
     """
     latencies: list[float] = []
+    ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
+    budget = spec.get("budget_seconds")
+    budget_exhausted = False
+    checkpoint_at = set(spec.get("checkpoints") or ())
+    checkpoints: list[dict] = []
+    checkpoint_seconds = 0.0
     generate_cpu = 0.0  # CPU this process spent building or receiving children
     generate_seconds = 0.0  # wall time spent building children, here or in the producer
     feed = ChildFeed(workload, spec["feed_fd"]) if spec.get("feed_fd") is not None else None
@@ -134,34 +234,38 @@ def _drive_with_client(system, workload, spec, events):
         generate_cpu += time.process_time() - g0
         t0 = time.perf_counter()
         system.create_child(child)
-        latencies.append(time.perf_counter() - t0)
+        latency = time.perf_counter() - t0
+        latencies.append(latency)
+        ingest_seconds += latency
+        created = index + 1
         if index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
-            events.send("progress", children=index + 1)
+            events.send("progress", children=created)
         if bar is not None:
             bar.update(1)
             if index % 200 == 0:
                 bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
-    ingest_wall = time.perf_counter() - wall_start
+        if budget is not None and ingest_seconds >= budget and created < workload.children:
+            budget_exhausted = True  # the final retrieval measures this size: no checkpoint here
+            break
+        if created in checkpoint_at:
+            c0 = time.perf_counter()
+            checkpoints.append(_checkpoint(system, created, spec, events))
+            checkpoint_seconds += time.perf_counter() - c0
+    ingest_wall = time.perf_counter() - wall_start - checkpoint_seconds
     if feed is not None:
-        generate_seconds = feed.close()
+        generate_seconds = feed.stop() if budget_exhausted else feed.close()
     if bar is not None:
         bar.close()
     events.send("progress", children=len(latencies))
     events.send("latencies", seconds=latencies)
 
     events.send("phase", phase="retrieve")
-    retrieval_times = []
-    retrieval = None
-    cold = spec.get("cold", False)
-    for _ in range(spec.get("retrievals", 3)):
-        if cold:
-            cold = drop_page_cache()  # once refused, the rest are warm too
-        t0 = time.perf_counter()
-        retrieval = system.retrieve_parent()
-        retrieval_times.append(time.perf_counter() - t0)
+    retrieval, retrieval_times, cold = _read_parent(system, spec.get("retrievals", 3), spec.get("cold", False))
     generation = {"generation": "producer" if feed is not None else "inline",
                   "generate_seconds": round(generate_seconds, 6)}
-    return latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, None, "cold" if cold else "warm", generation
+    return Outcome(latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, "cold" if cold else "warm",
+                   generation, budget_exhausted=budget_exhausted, checkpoints=checkpoints,
+                   checkpoint_seconds=checkpoint_seconds)
 
 
 def drop_page_cache() -> bool:
@@ -179,17 +283,20 @@ def drop_page_cache() -> bool:
     return True
 
 
-def _drive_with_locust(system, workload, spec, events):
+def _drive_with_locust(system, workload, spec, events) -> Outcome:
     """Locust as a library: its users PUT the children, its requests are timed by Locust.
 
     The parent is then read once in each of three variants (full, omit
     containment, minimal container).  Importing Locust monkey-patches this
     worker with gevent, which is why each run has a process of its own.
+    The budget stops the dispensing of children (the PUTs under way finish);
+    Locust's users take no checkpoints.
     """
     from lakebench.locust.driver import ingest_with_locust
 
     wall_start = time.perf_counter()
-    out = ingest_with_locust(system.base, workload, users=spec.get("users", 1))
+    out = ingest_with_locust(system.base, workload, users=spec.get("users", 1),
+                             budget_seconds=spec.get("budget_seconds"))
     ingest_wall = time.perf_counter() - wall_start
     if out["failures"]:
         first = out["failures"][0]
@@ -203,7 +310,8 @@ def _drive_with_locust(system, workload, spec, events):
                           content_type=full.get("content_type") or "text/turtle")
     variants = {name: round(r["seconds"], 6) for name, r in out["retrievals"].items()}
     generation = {"generation": "users", "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
-    return latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, variants, "warm", generation
+    return Outcome(latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, "warm", generation,
+                   variants=variants, budget_exhausted=bool(out.get("budget_exhausted")))
 
 
 def worker(spec: dict, events: _Events) -> dict:
@@ -249,35 +357,36 @@ def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
     cpu_start = tree_cpu_seconds(pid)
     events.send("phase", phase="ingest")
     drive = _drive_with_locust if driver == "locust" else _drive_with_client
-    latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, variants, cache, generation = drive(
-        system, workload, spec, events)
+    outcome = drive(system, workload, spec, events)
+    latencies = outcome.latencies
     # Only CPU spent by the system counts: when the system runs in this very
     # process, the CPU spent generating graphs is subtracted.
     cpu_end = tree_cpu_seconds(pid)
     cpu_seconds = None if cpu_start is None or cpu_end is None else round(
-        cpu_end - cpu_start - (generate_cpu if in_process else 0.0), 3)
+        cpu_end - cpu_start - (outcome.generate_cpu if in_process else 0.0), 3)
 
     record.update(results.latency_summary(latencies))
     record.update(
         {
             "children": len(latencies),
+            "children_requested": workload.children,
+            "budget_exhausted": outcome.budget_exhausted,
             "literal_length": workload.literal_length,
             # Time spent sending requests: the sum of the per-child times when
             # they come one at a time; the wall time when users overlap them.
-            "ingest_seconds": round(sum(latencies) if record.get("users", 1) == 1 else ingest_wall, 6),
-            "ingest_wall_seconds": round(ingest_wall, 6),
-            **generation,
+            "ingest_seconds": round(sum(latencies) if record.get("users", 1) == 1 else outcome.ingest_wall, 6),
+            "ingest_wall_seconds": round(outcome.ingest_wall, 6),
+            **outcome.generation,
             "parent": {
-                # Steady: the median of the retrievals after the first (the
-                # first, right after the writes, is often much slower).
-                "seconds": round(results.percentile(sorted(retrieval_times[1:] or retrieval_times), 50), 6),
-                "first_seconds": round(retrieval_times[0], 6),
-                "all_seconds": [round(t, 6) for t in retrieval_times],
-                "containment_triples": count_containment(retrieval),
-                "bytes": len(retrieval.body),
-                "cache": cache,
-                **({"variants_seconds": variants} if variants else {}),
+                **_parent_times(outcome.retrieval_times),
+                "all_seconds": [round(t, 6) for t in outcome.retrieval_times],
+                "containment_triples": count_containment(outcome.retrieval),
+                "bytes": len(outcome.retrieval.body),
+                "cache": outcome.cache,
+                **({"variants_seconds": outcome.variants} if outcome.variants else {}),
             },
+            "checkpoints": outcome.checkpoints,
+            "checkpoint_seconds": round(outcome.checkpoint_seconds, 6),
             "cpu_seconds": cpu_seconds,
             "triples_total": system.triples_total(),
         }
@@ -354,6 +463,9 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         "driver": config.driver,
         "users": config.users,
         "options": config.options,
+        "budget_seconds": config.budget_seconds,
+        # Locust's users take no checkpoints (a read among concurrent PUTs would time the PUTs too).
+        "checkpoints": checkpoint_sizes(w.children, config.checkpoints) if config.driver == "client" else [],
     }
     # lakebench's own loop gets its children from a producer process where a
     # core is free for it; Locust users build their own (lakebench.locust).
@@ -440,6 +552,41 @@ def _write_failure_log(out: Path, label: str, event: dict) -> tuple[str, Path | 
     return first_line, path
 
 
+def budget_skip(name: str, w: Workload, runs: dict[tuple[str, Workload], list[dict]]) -> str | None:
+    """Why case ``w`` of system ``name`` is not run, or None: the budget ran out at a smaller size.
+
+    A case is skipped when another case of the same system and literal
+    length already spent its budget before ``w.children`` children: the
+    first children of every case are the same graphs, so this one would stop
+    at about the same size, a whole budget later, and measure nothing new.
+    A smaller case, or one whose size that run passed, still runs.
+
+    >>> small, large = Workload(children=1000), Workload(children=100_000)
+    >>> runs = {("a", small): [{"status": "ok", "budget_exhausted": True, "children": 800}]}
+    >>> budget_skip("a", large, runs)
+    'the budget ran out at 800 children (case 1,000)'
+    >>> budget_skip("b", large, runs) is None, budget_skip("a", Workload(children=500), runs) is None
+    (True, True)
+    """
+    stops = [
+        (record["children"], other.children)
+        for (system, other), records in runs.items()
+        if system == name and other != w and other.literal_length == w.literal_length
+        for record in records
+        if record.get("status") == "ok" and record.get("budget_exhausted") and record["children"] <= w.children
+    ]
+    if not stops:
+        return None
+    reached, case = min(stops)
+    return f"the budget ran out at {reached:,} children (case {case:,})"
+
+
+def _any_record(name: str, runs: dict[tuple[str, Workload], list[dict]]) -> dict:
+    """A run record of system ``name`` (one whose durability and transport are known, if any)."""
+    records = [r for (system, _), rs in runs.items() if system == name for r in rs]
+    return next((r for r in records if r.get("durability")), records[0])
+
+
 def run(config: RunConfig, log=print) -> dict:
     """Run every system on every case ``config.repeat`` times; write and return the results document."""
     out = Path(config.out)
@@ -449,6 +596,7 @@ def run(config: RunConfig, log=print) -> dict:
     started = datetime.now(timezone.utc)
     cases = config.cases()
     runs: dict[tuple[str, Workload], list[dict]] = {}
+    skipped: dict[tuple[str, Workload], str] = {}
     latencies: dict[tuple, list[float]] = {}
     for w in cases:
         # Interleave repeats (A B A B ...) so slow drift of a shared machine
@@ -456,12 +604,22 @@ def run(config: RunConfig, log=print) -> dict:
         for run_index in range(config.repeat):
             for name in config.systems:
                 label = f"{name} (run {run_index + 1}/{config.repeat})" if config.repeat > 1 else name
+                if (name, w) in skipped:
+                    continue
+                reason = budget_skip(name, w, runs) if run_index == 0 else None
+                if reason is not None:
+                    skipped[(name, w)] = reason
+                    log(f"== {name}: {w.children} children, {w.literal_length}-character literals: "
+                        f"not run, {reason}")
+                    continue
                 log(f"== {label}: {w.children} children, {w.literal_length}-character literals")
                 record, lat = run_one(config, name, run_index, data_root, w)
                 runs.setdefault((name, w), []).append(record)
                 latencies[(name, w.children, w.literal_length, run_index)] = lat
                 if record["status"] == "ok":
-                    log(f"   {record['ingest_seconds']:.1f} s ingest, "
+                    stopped = (f"stopped at {record['children']:,} children (budget spent), "
+                               if record.get("budget_exhausted") else "")
+                    log(f"   {stopped}{record['ingest_seconds']:.1f} s ingest, "
                         f"{record['per_resource_ms']['mean']:.2f} ms per child, "
                         f"parent {record['parent']['seconds'] * 1000:.1f} ms")
                 else:
@@ -472,7 +630,12 @@ def run(config: RunConfig, log=print) -> dict:
     reference = config.reference or ("fcrepo" if "fcrepo" in config.systems else config.systems[0])
     entries = []
     for w in cases:  # each case compared with the reference's row of the same case
-        case_entries = [results.aggregate(name, runs[(name, w)]) for name in config.systems]
+        case_entries = [
+            results.skipped_entry(name, w.children, w.literal_length, skipped[(name, w)],
+                                  _any_record(name, runs))
+            if (name, w) in skipped else results.aggregate(name, runs[(name, w)])
+            for name in config.systems
+        ]
         results.compare_with_reference(case_entries, reference)
         entries += case_entries
     workload = cases[0].describe()
@@ -492,6 +655,10 @@ def run(config: RunConfig, log=print) -> dict:
             "tail_seconds": config.tail_seconds,
             "sample_interval_seconds": config.interval,
             "cache": "cold" if config.cold else "warm",
+            "budget_seconds": config.budget_seconds,
+            # Asked for, across the sweep; each run's checkpoints say which it took.
+            "checkpoints": checkpoint_sizes(max(w.children for w in cases), config.checkpoints)
+            if config.driver == "client" else [],
         },
         "reference": reference,
         "systems": entries,

@@ -60,3 +60,24 @@ def test_run_end_to_end_prints_table(tmp_path, capsys):
     assert "per resource" in out and "oxigraph" in out and "memory" in out
     assert (tmp_path / "results.json").exists()
     assert main(["table", str(tmp_path)]) == 0
+
+
+def test_run_with_a_budget_stops_marks_and_skips(tmp_path, capsys):
+    # No store creates 20,000 children of 200 triples in a second; 3 take milliseconds.
+    rc = main(["run", "--systems", "lmdb-nosync", "--children", "3,20000,30000", "--budget", "1s",
+               "--checkpoints", "none", "--out", str(tmp_path), "--tail-seconds", "0", "--quiet"])
+    assert rc == 0  # a case not run because of the budget is not a failure
+    out = capsys.readouterr().out
+    assert "Budget: 1s of ingest per system and case." in out
+    assert "stopped at " in out and " children after " in out
+    assert "not run: the budget ran out at " in out and "(case 20,000)" in out
+    assert main(["table", str(tmp_path)]) == 0
+    assert "stopped at " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("20m", 1200), ("1h", 3600), ("1h30m", 5400), ("45", 45)])
+def test_budget_durations(text, seconds):
+    from lakebench.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--budget", text])
+    assert args.budget == seconds

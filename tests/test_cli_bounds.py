@@ -79,6 +79,16 @@ def _refused(done: subprocess.CompletedProcess, command: str = "run") -> str:
     ("--fcrepo-heap", "nonsense", "--fcrepo-heap: not a JVM heap size"),
     ("--fcrepo-heap", "1k", "--fcrepo-heap: must be from 64m to 1t"),
     ("--system-url", "localhost:8080", "--system-url: not an http:// or https:// URL"),
+    ("--budget", "0", "--budget: must be from 1s to 168h, got 0"),
+    ("--budget", "0.5s", "--budget: must be from 1s to 168h, got 0.5s"),
+    ("--budget", "8d", "--budget: not a duration (e.g. 90s, 20m, 1h30m, or seconds): '8d'"),
+    ("--budget", "inf", "--budget: not a duration"),
+    ("--budget", "nan", "--budget: not a duration"),
+    ("--budget", "169h", "--budget: must be from 1s to 168h, got 169h"),
+    ("--budget", "9" * 400, "--budget: not a finite duration"),
+    ("--budget", "30s20m", "--budget: not a duration"),
+    ("--checkpoints", "often", "--checkpoints: not an integer: 'often' (expected auto, none, or children"),
+    ("--checkpoints", "0,1000", "--checkpoints: must be from 1 to 10,000,000, got 0"),
 ])
 def test_run_refuses_a_value_out_of_range_in_one_line(tmp_path, option, value, expected):
     done = lakebench("run", *SMALL, "--out", str(tmp_path / "out"), option, value, cwd=tmp_path)
@@ -111,7 +121,7 @@ def test_server_commands_refuse_a_value_out_of_range(tmp_path, argv, expected):
 def test_help_states_the_ranges():
     text = " ".join(lakebench("run", "--help").stdout.split())
     for stated in ("4 to 100,000", "1 to 1,048,576", "1 to 10,000,000", "0.01 to 60 s", "0 to 3,600 s",
-                   "64m to 1t", "16,777,216 literal characters per child"):
+                   "64m to 1t", "16,777,216 literal characters per child", "1s to 168h"):
         assert stated in text, stated
 
 

@@ -4,8 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["lakebench.argtypes", "lakebench.workload", "lakebench._workload", "lakebench.prefetch",
-           "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.locust.dispensing",
+MODULES = ["lakebench.argtypes", "lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.runner",
+           "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.report.charts", "lakebench.locust.dispensing",
            "lakebench.locust.ingest", "lakebench.locust.record", "lakebench.report.seed",
            "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare"]
 

@@ -27,7 +27,7 @@ def test_children_from_a_producer_process_are_the_workloads():
 def test_a_producer_that_stops_early_is_an_error():
     w = Workload(children=5)
     read_fd, write_fd = os.pipe()
-    os.write(write_fd, HEADER.pack(0, 10, 10) + b"short")
+    os.write(write_fd, HEADER.pack(0, 10, 10, 0.0) + b"short")
     os.close(write_fd)
     feed = ChildFeed(w, read_fd)
     with pytest.raises(RuntimeError, match="stopped"):
@@ -37,7 +37,7 @@ def test_a_producer_that_stops_early_is_an_error():
 def test_a_child_out_of_order_is_an_error():
     w = Workload(children=5)
     read_fd, write_fd = os.pipe()
-    os.write(write_fd, HEADER.pack(1, 0, 0))
+    os.write(write_fd, HEADER.pack(1, 0, 0, 0.0))
     os.close(write_fd)
     with pytest.raises(RuntimeError, match="child 0 was due"):
         ChildFeed(w, read_fd).next()

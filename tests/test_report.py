@@ -103,6 +103,7 @@ def test_figures_exist_and_are_images(built):
         _assert_image(out / f"{name}.png")
         assert f".. figure:: {name}.png" in text
     assert not (out / "sweep.png").exists()  # one size per system: no sweep chart
+    assert not (out / "cliff.png").exists()  # nor any curve: no checkpoints, no budget
 
 
 def test_svg_figures(results_dir, tmp_path):
@@ -159,6 +160,7 @@ def test_sweep_is_plotted(results_dir, tmp_path):
         for entry in document["systems"]:
             e = copy.deepcopy(entry)
             e["children"] *= 10
+            e["children_requested"] = e["children"]  # another case, not a run the budget stopped
             e["parent"]["seconds"] *= 8
             bigger.append(e)
         document["systems"] += bigger
@@ -254,3 +256,47 @@ def test_sphinx_builds_the_docs_with_the_report(results_dir, tmp_path, capsys):
     assert "Performance report" in html and "oxigraph" in html and "latency.svg" in html
     assert (docs / "_build" / "html" / "_images" / "latency.svg").is_file()
     assert 'href="performance/index.html"' in (docs / "_build" / "html" / "performance.html").read_text("utf-8")
+
+
+# -- the cliff chart and the budget table (issue 13) ------------------------------------
+
+@pytest.fixture(scope="module")
+def budget_dir(tmp_path_factory) -> Path:
+    """A real sweep under a tiny budget: 5 children finish, 20,000 stop early, 30,000 are not run."""
+    out = tmp_path_factory.mktemp("budget")
+    config = RunConfig(systems=["lmdb-nosync", "memory"], children=[5, 20_000, 30_000], seed=3, out=out,
+                       tail_seconds=0, interval=0.1, progress=False, budget_seconds=0.2,
+                       checkpoints=[2, 3, 20, 50, 100])
+    run(config, log=lambda *_: None)
+    return out
+
+
+@pytest.mark.parametrize("image_format", ["png", "svg"])
+def test_cliff_chart_from_a_real_run_under_a_budget(budget_dir, tmp_path, image_format):
+    text = report.build_report(budget_dir, tmp_path, image_format=image_format).read_text("utf-8")
+    _assert_image(tmp_path / f"cliff.{image_format}")
+    assert f".. figure:: cliff.{image_format}" in text
+    assert "A cross marks where a system spent its ingest budget of 200 ms" in text
+
+
+def test_children_reached_within_the_budget_table(budget_dir, tmp_path):
+    text = report.build_report(budget_dir, tmp_path, image_format="png").read_text("utf-8")
+    section = text.split("\nChildren reached within the budget\n---")[1].split("\nCharts\n")[0]
+    document = results.load(budget_dir)
+    for entry in document["systems"]:
+        if entry["status"] == "ok" and entry["budget_exhausted"]:
+            assert f"     - {entry['children']:,}\n     - " in section
+    assert section.count("budget spent, stopped") == 2
+    assert section.count("finished within the budget") == 2
+    assert section.count("not run: the budget ran out at ") == 2
+    assert "**Budget** (200 ms of ingest per system and case): " in text  # the conclusions say it too
+    assert "2 larger cases were not run after that" in text
+    time_table = text.split(".. list-table:: Time\n")[1].split(".. list-table::")[0]
+    assert time_table.count("stopped\u00a0at") == 2
+
+
+def test_log_moving_stats():
+    xs, med, p95 = charts.log_moving_stats([[0.002] * 1000, [0.004] * 500], points=50)
+    assert xs[0] == 1 and xs[-1] == 1000 and list(xs) == sorted(set(xs))
+    assert med[-1] == 0.002  # only the first run reaches that far
+    assert all(m <= p for m, p in zip(med, p95))

@@ -77,3 +77,33 @@ def test_case_label_names_only_what_was_swept():
             {"name": "b", "children": 10, "literal_length": 1}]
     assert results.case_label(rows[1], rows) == "a (64-char literals)"
     assert results.case_label(rows[2], rows) == "b"
+
+
+def test_aggregate_of_runs_the_budget_stopped_at_different_sizes():
+    """Each run keeps its own size; the entry holds the size all reached, and the checkpoints all took."""
+    a, b = _run("a", 0, 0.001, 0.1, 100), _run("a", 1, 0.002, 0.2, 200)
+    a.update(children=10, children_requested=1000, budget_exhausted=True,
+             checkpoints=[{"children": 2, "parent_seconds": 0.01, "parent_first_seconds": 0.02,
+                           "containment_triples": 2, "disk_bytes": None, "rss_bytes": 100},
+                          {"children": 5, "parent_seconds": 0.05, "parent_first_seconds": 0.06,
+                           "containment_triples": 5, "disk_bytes": None, "rss_bytes": 300}])
+    b.update(children=4, children_requested=1000, budget_exhausted=False,
+             checkpoints=[{"children": 2, "parent_seconds": 0.03, "parent_first_seconds": 0.02,
+                           "containment_triples": 2, "disk_bytes": None, "rss_bytes": 200}])
+    entry = results.aggregate("a", [a, b])
+    assert entry["children"] == 4 and isinstance(entry["children"], int)
+    assert entry["std"]["children"] > 0
+    assert entry["children_requested"] == 1000 and entry["budget_exhausted"] is True
+    assert entry["checkpoints"] == [{"children": 2, "parent_seconds": 0.02, "parent_first_seconds": 0.02,
+                                     "containment_triples": 2, "disk_bytes": None, "rss_bytes": 150}]
+    results.validate({"schema": 1, "systems": [entry]})
+    assert results.latency_key(entry, 1) == ("a", 1000, 64, 1)  # latencies.csv names the case
+
+
+def test_skipped_entry_passes_the_schema_and_the_table():
+    entry = results.skipped_entry("a", 1000, 64, "the budget ran out at 80 children (case 100)",
+                                  {"durability": "nosync", "transport": "in-process"})
+    document = {"schema": 1, "systems": [entry], "workload": {"triples_per_child": 200}}
+    results.validate(document)
+    row = results.summary_rows(document)[1]
+    assert row[:3] == ["a", "nosync", "not run: the budget ran out at 80 children (case 100)"]

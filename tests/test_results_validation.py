@@ -74,6 +74,14 @@ DAMAGE = [
     ("nan", dict(text='{"schema": 1, "systems": [], "settings": {"tail_seconds": NaN}}'),
      "settings.tail_seconds: expected a finite number, got NaN"),
     ("schema-2", dict(edit=lambda d: d.update(schema=2)), "schema: version 2, but this lakebench reads version 1"),
+    ("budget-exhausted-string", dict(edit=lambda d: _entry(d).update(budget_exhausted="yes")),
+     'systems[0].budget_exhausted: expected true or false, got "yes"'),
+    ("checkpoint-children-missing", dict(edit=lambda d: _entry(d).update(checkpoints=[{"parent_seconds": 0.1}])),
+     "systems[0].checkpoints[0].children: missing"),
+    ("budget-seconds-string", dict(edit=lambda d: d["settings"].update(budget_seconds="20m")),
+     'settings.budget_seconds: expected a finite number, got "20m"'),
+    ("status-unknown", dict(edit=lambda d: _entry(d).update(status="maybe")),
+     'systems[0].status: expected one of "ok", "failed", "skipped", got "maybe"'),
 ]
 
 

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import csv
+import time
 
 import pytest
 
 from lakebench import results, systems
 from lakebench.runner import RunConfig, run
 from lakebench.systems.base import System
+from lakebench.systems.memory import MemorySystem
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +148,133 @@ def test_children_built_inline_when_asked(tmp_path):
     assert entry["status"] == "ok", entry.get("error")
     assert entry["generation"] == "inline" and entry["generate_seconds"] > 0
     assert entry["triples_total"] == 12 * 200 + 12
+
+
+# -- the budget and the checkpoints (issue 13) -------------------------------
+
+#: A budget no store spends on 5 children, and none stays within for 20,000.
+BUDGET = 0.2
+
+
+@pytest.fixture(scope="module")
+def budget_run(tmp_path_factory):
+    """A real sweep under a tiny budget: 5 children finish, 20,000 stop early, 30,000 are not run."""
+    out = tmp_path_factory.mktemp("budget")
+    config = RunConfig(systems=["lmdb-nosync", "memory"], children=[5, 20_000, 30_000], out=out,
+                       tail_seconds=0, interval=0.1, progress=False, budget_seconds=BUDGET,
+                       checkpoints=[2, 3, 20, 50])
+    document = run(config, log=lambda *_: None)
+    return out, document
+
+
+def _entry(document, name, children):
+    return next(s for s in document["systems"] if s["name"] == name and results.case_children(s) == children)
+
+
+@pytest.mark.parametrize("name", ["lmdb-nosync", "memory"])
+def test_budget_stops_the_ingest_and_marks_it(budget_run, name):
+    out, document = budget_run
+    small, large = _entry(document, name, 5), _entry(document, name, 20_000)
+    assert small["status"] == "ok" and large["status"] == "ok", large.get("error")
+    assert small["budget_exhausted"] is False and small["children"] == small["children_requested"] == 5
+    assert large["budget_exhausted"] is True and large["children_requested"] == 20_000
+    assert 0 < large["children"] < 20_000
+    assert large["ingest_seconds"] >= BUDGET  # it stopped on the child that spent the budget
+    # The retrievals ran at the size reached, and the system holds exactly that.
+    assert large["parent"]["containment_triples"] == large["children"]
+    assert large["triples_total"] == large["children"] * 201
+    assert len(results.load_latencies(out)[(name, 20_000, 64, 0)]) == large["children"]
+    assert document["settings"]["budget_seconds"] == BUDGET
+
+
+@pytest.mark.parametrize("name", ["lmdb-nosync", "memory"])
+def test_a_larger_case_is_not_run_once_the_budget_ran_out(budget_run, name):
+    _, document = budget_run
+    skipped = _entry(document, name, 30_000)
+    reached = _entry(document, name, 20_000)["children"]
+    assert skipped["status"] == "skipped" and skipped["runs"] == []
+    assert skipped["skip_reason"] == f"the budget ran out at {reached:,} children (case 20,000)"
+    assert skipped["durability"] == _entry(document, name, 5)["durability"]
+
+
+def test_the_table_says_where_the_budget_stopped(budget_run):
+    _, document = budget_run
+    rows = {row[0]: row for row in results.summary_rows(document)[1:]}
+    large = _entry(document, "lmdb-nosync", 20_000)
+    running = rows["lmdb-nosync (20,000 children)"][2]
+    assert running == (f"stopped at {large['children']:,} children after "
+                       f"{results.format_duration(large['ingest_seconds'])}")
+    assert not rows["lmdb-nosync (5 children)"][2].startswith("stopped")  # within budget: unmarked
+    assert rows["memory (30,000 children)"][2].startswith("not run: the budget ran out at ")
+
+
+def test_checkpoints_recorded_and_kept_out_of_the_ingest_time(budget_run):
+    out, document = budget_run
+    series = results.load_latencies(out)
+    assert document["settings"]["checkpoints"] == [2, 3, 20, 50]
+    for entry in document["systems"]:
+        if entry["status"] != "ok":
+            continue
+        points = entry["checkpoints"]
+        sizes = [p["children"] for p in points]
+        assert sizes == sorted(set(sizes)) and set(sizes) <= {2, 3, 20, 50}
+        assert all(n < entry["children"] for n in sizes)  # the end is the final retrieval's
+        if entry["children"] > 3:
+            assert sizes[:2] == [2, 3]
+        for p in points:
+            assert p["containment_triples"] == p["children"]
+            assert p["parent_seconds"] > 0 and p["parent_first_seconds"] > 0
+            assert (p["disk_bytes"] is None) == (entry["name"] == "memory")
+            assert p["rss_bytes"] > 0
+        # The ingest time is the per-child times and nothing else.
+        latencies = series[results.latency_key(entry, 0)]
+        assert entry["ingest_seconds"] == pytest.approx(sum(latencies), abs=1e-4)
+        assert entry["checkpoint_seconds"] > 0
+    assert results.load(out)["systems"]  # the whole document passes the schema
+
+
+class _SlowParent(MemorySystem):
+    """rdflib in memory, whose parent takes 50 ms to read: checkpoints that cost more than the ingest."""
+
+    name = "slow-parent"
+
+    def retrieve_parent(self):
+        time.sleep(0.05)
+        return super().retrieve_parent()
+
+
+def test_checkpoint_reads_are_outside_the_ingest_wall_time(tmp_path, monkeypatch):
+    monkeypatch.setitem(systems.SYSTEMS, "slow-parent", "tests.test_runner:_SlowParent")
+    monkeypatch.setenv("PYTHONPATH", str(__import__("pathlib").Path(__file__).parents[1]))
+    config = RunConfig(systems=["slow-parent"], children=8, out=tmp_path, tail_seconds=0, interval=0.1,
+                       progress=False, checkpoints=[1, 2, 4], retrievals=3)
+    entry = run(config, log=lambda *_: None)["systems"][0]
+    assert entry["status"] == "ok", entry.get("error")
+    assert [p["children"] for p in entry["checkpoints"]] == [1, 2, 4]
+    # Nine reads of at least 50 ms each happened during the ingest loop; none is in its figures.
+    assert entry["checkpoint_seconds"] >= 9 * 0.05
+    assert entry["ingest_wall_seconds"] < entry["checkpoint_seconds"]
+    assert entry["budget_exhausted"] is False and entry["children"] == 8
+
+
+def test_no_checkpoints_when_turned_off(tmp_path):
+    config = RunConfig(systems=["memory"], children=6, out=tmp_path, tail_seconds=0, interval=0.1,
+                       progress=False, checkpoints=None)
+    document = run(config, log=lambda *_: None)
+    assert document["settings"]["checkpoints"] == [] and document["settings"]["budget_seconds"] is None
+    assert document["systems"][0]["checkpoints"] == []
+
+
+def test_budget_stops_a_locust_ingest_too(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("locust") is None:  # not imported here: Locust monkey-patches its importer
+        pytest.skip("locust is not installed")
+    config = RunConfig(systems=["lmdb-http-nosync"], children=20_000, out=tmp_path, tail_seconds=0,
+                       interval=0.2, progress=False, driver="locust", budget_seconds=BUDGET)
+    document = run(config, log=lambda *_: None)
+    entry = document["systems"][0]
+    assert entry["status"] == "ok", entry.get("error")
+    assert entry["budget_exhausted"] is True and 0 < entry["children"] < 20_000
+    assert entry["parent"]["containment_triples"] == entry["children"]
+    assert entry["checkpoints"] == [] and document["settings"]["checkpoints"] == []  # Locust takes none

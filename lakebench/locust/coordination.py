@@ -89,6 +89,8 @@ class LocalCoordinator(Coordinator):
         self.error: str | None = None
         self.result: dict | None = None
         self._finisher = None
+        self._ingest_start = time.perf_counter()  # reset once the parent exists (test_start)
+        self._put_seconds = 0.0  # the completed PUTs' summed time: the budget's measure with one user
 
     def test_start(self, config: IngestConfig) -> None:
         """Create the parent and start the monitor; on failure abort the run."""
@@ -109,6 +111,18 @@ class LocalCoordinator(Coordinator):
             self.abort(str(exc))
             return
         self.monitor.set(phase="ingest")
+        self._ingest_start = time.perf_counter()
+        self._put_seconds = 0.0
+
+    def _budget_spent(self) -> bool:
+        """Whether the ingest time has reached the budget: the PUTs' summed time with one user
+        (as the runner counts its ingest), the wall time since the parent was created with several."""
+        budget = self.config.budget_seconds
+        if budget is None:
+            return False
+        users = getattr(self.environment.runner, "target_user_count", None) or 1
+        spent = self._put_seconds if users == 1 else time.perf_counter() - self._ingest_start
+        return spent >= budget
 
     def abort(self, reason: str) -> None:
         import gevent
@@ -150,6 +164,9 @@ class LocalCoordinator(Coordinator):
         import gevent
 
         last = self.ledger.complete(record)
+        self._put_seconds += record["seconds"]
+        if not last and not self.ledger.stopped_early and self._budget_spent():
+            last = self.ledger.stop_early()  # the PUTs already granted still complete
         self._progress.set()
         self.monitor.set(children=len(self.ledger.done))
         if last and self._finisher is None:
@@ -214,6 +231,7 @@ class LocalCoordinator(Coordinator):
             "users": getattr(runner, "target_user_count", None),
             "first_alone": self.config.first_alone,
             "complete": complete and self.error is None and bool(self.ledger and self.ledger.finished),
+            "budget_exhausted": bool(self.ledger and self.ledger.stopped_early),
             "error": self.error,
             **summarize(records),
             "latencies": [r["seconds"] for r in records],

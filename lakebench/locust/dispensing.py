@@ -76,6 +76,7 @@ class Ledger:
         self.done: set[int] = set()
         self.records: list[dict] = []  # in completion order (as reported)
         self.aborted: str | None = None
+        self.stopped_early = False  # the budget ended the dispensing (see stop_early)
 
     def grant(self, want: int = 1, consumers: int = 1) -> range | None:
         """A block of indices; empty when none are left; None: ask again after the next completion."""
@@ -112,6 +113,23 @@ class Ledger:
 
     def abort(self, reason: str) -> None:
         self.aborted = reason
+
+    def stop_early(self) -> bool:
+        """Grant nothing more: the indices granted so far are all there will be; True when they are all done.
+
+        >>> ledger = Ledger(10)
+        >>> ledger.grant(3)
+        range(0, 3)
+        >>> ledger.complete({"index": 0})
+        False
+        >>> ledger.stop_early(), ledger.grant(1), ledger.total
+        (False, range(3, 3), 3)
+        >>> ledger.complete({"index": 1}), ledger.complete({"index": 2})
+        (False, True)
+        """
+        self.dispenser.total = self.total = self.dispenser.next
+        self.stopped_early = True
+        return self.finished
 
 
 class BlockQueue:

@@ -13,7 +13,7 @@ from lakebench.workload import Workload
 def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_rate: float | None = None,
                        server_pid: int | None = None, data_dir: str | os.PathLike | None = None, *,
                        monitor_interval: float = 0.5, monitor_tail: float = 0.0, first_alone: bool = True,
-                       timeout: float | None = None) -> dict:
+                       timeout: float | None = None, budget_seconds: float | None = None) -> dict:
     """Ingest ``workload`` into the LDP server at ``base_url`` with Locust as a library.
 
     The same ``IngestUser`` as ``locustfiles/ingest.py``, in a local
@@ -26,6 +26,9 @@ def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_
     :func:`lakebench.locust.record.summarize`.
 
     ``first_alone``: see :class:`~lakebench.locust.dispensing.Ledger`.
+    ``budget_seconds``: no child is dispensed once the ingest time reaches
+    it (see :class:`~lakebench.locust.options.IngestConfig`); the result's
+    ``budget_exhausted`` says whether it did before the last child.
     Raises :class:`~lakebench.locust.LoadTestError` if the parent exists
     already or the run does not finish within ``timeout`` seconds.  Imports
     Locust, which monkey-patches this process with gevent: call it in a
@@ -37,7 +40,8 @@ def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_
     user_class = ingest_user_class()
     config = IngestConfig(base_url=base_url, workload=workload, server_pid=server_pid,
                           data_dir=str(data_dir) if data_dir is not None else None,
-                          monitor_interval=monitor_interval, monitor_tail=monitor_tail, first_alone=first_alone)
+                          monitor_interval=monitor_interval, monitor_tail=monitor_tail, first_alone=first_alone,
+                          budget_seconds=budget_seconds)
     environment = Environment(user_classes=[user_class], host=config.base_url)
     runner = environment.create_local_runner()
     coordinator = LocalCoordinator(environment)

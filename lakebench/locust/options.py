@@ -27,6 +27,9 @@ class IngestConfig:
     monitor_tail: float = 0.0
     block_cap: int = 0  # largest block a worker may get (0: guided only)
     first_alone: bool = True  # the first PUT is sent before any other (see Ledger)
+    #: Stop dispensing children once the ingest time reaches this many seconds
+    #: (the sum of the PUTs' times with one user, the wall time with several).
+    budget_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if not self.base_url:

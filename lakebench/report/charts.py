@@ -22,7 +22,7 @@ from typing import Callable
 
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number, std_of
-from lakebench.results import get_path
+from lakebench.results import get_path, percentile
 
 FORMATS = ("svg", "png")
 
@@ -87,6 +87,7 @@ PHASE_COLORS = {
     "start": "#eeeeee",
     "setup": "#eeeeee",
     "ingest": "#dbe9f6",
+    "checkpoint": "#f6e8a6",
     "retrieve": "#fde0c5",
     "tail": "#d9f0d3",
     "close": "#e7d4e8",
@@ -112,10 +113,34 @@ def moving_stats(runs: list[list[float]], window: int, points: int = 400):
     med, p95 = [], []
     for c in centres:
         block = values[:, max(0, c - half): min(n, c + half + 1)]
-        block = block[~np.isnan(block)]
-        med.append(np.median(block))
-        p95.append(np.percentile(block, 95))
+        block = sorted(block[~np.isnan(block)].tolist())
+        med.append(percentile(block, 50))
+        p95.append(percentile(block, 95))
     return centres, np.array(med), np.array(p95)
+
+
+def log_moving_stats(runs: list[list[float]], points: int = 150, spread: float = 0.1, least: int = 5):
+    """Moving median and 95th percentile at child numbers 1..n spaced evenly on a log axis.
+
+    Around child ``c`` the window holds children ``c ± spread*c`` (at least
+    ``± least``) of every run, pooled: the same width wherever it is on a log
+    axis, so the first hundred children are as readable as the last
+    hundred thousand.  Returns (child numbers, medians, p95s), in the runs' unit.
+    """
+    import math
+
+    import numpy as np
+
+    n = max(len(r) for r in runs)
+    top = math.log10(n) if n > 1 else 0.0
+    centres = sorted({max(1, round(10 ** (top * i / max(1, points - 1)))) for i in range(points)})
+    med, p95 = [], []
+    for c in centres:
+        half = max(least, round(c * spread))
+        block = sorted(v for r in runs for v in r[max(0, c - 1 - half): c + half])
+        med.append(percentile(block, 50))
+        p95.append(percentile(block, 95))
+    return np.array(centres), np.array(med), np.array(p95)
 
 
 def phase_spans(samples: list[dict]) -> list[tuple[str, float, float]]:
@@ -149,6 +174,18 @@ def _log_scale(ax, which: str = "y") -> None:
     axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def _count_label(value: float, _position=None) -> str:
+    """A count as a log axis labels it: 500, 1k, 20k, 1M (no run-together digits at 10000 20000).
+
+    >>> [_count_label(v) for v in (5, 500, 1000, 20000, 1e6, 2.5e6)]
+    ['5', '500', '1k', '20k', '1M', '2.5M']
+    """
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
 
 
 def _series(samples: list[dict], key: str, scale: float = 1.0):
@@ -242,7 +279,9 @@ def resources(data: ReportData):
     handles = [Line2D([], [], color="#444", lw=1.6, label="RSS"),
                Line2D([], [], color="#444", lw=1.6, ls=":", label="private RSS (RssAnon)")]
     handles += [Patch(color=PHASE_COLORS.get(p, "#f4f4f4"), label=p) for p in seen_phases]
-    fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize="small", frameon=False)
+    # Two rows when the phases are many (a run with checkpoints): one would run off the figure.
+    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 5), fontsize="small",
+               frameon=False)
     caption = (
         "Resident memory (solid), private resident memory (dotted: file-backed pages of "
         "memory-mapped stores excluded) and CPU % (100% = one core) of each system's process "
@@ -253,6 +292,10 @@ def resources(data: ReportData):
     if any(len(data.sample_runs(e)) > 1 for e in entries):
         caption += " The first run is drawn solid, the others faint."
     return fig, caption
+
+
+#: The monitor's phases up to the end of the ingest (a checkpoint is a pause within it).
+LOADING_PHASES = ("start", "setup", "ingest", "checkpoint")
 
 
 @chart("disk", "On-disk size against children created")
@@ -268,9 +311,9 @@ def disk(data: ReportData):
         color = data.color(e)
         for i, samples in enumerate(data.sample_runs(e)):
             alpha = 1.0 if i == 0 else 0.3
-            loading = [s for s in samples if s.get("phase") in ("start", "setup", "ingest")
+            loading = [s for s in samples if s.get("phase") in LOADING_PHASES
                        and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
-            after = [s for s in samples if s.get("phase") not in ("start", "setup", "ingest")
+            after = [s for s in samples if s.get("phase") not in LOADING_PHASES
                      and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
             ax.plot([s["children"] for s in loading], [s["disk_bytes"] / 1e6 for s in loading],
                     color=color, alpha=alpha, lw=1.6, marker=".", ms=3,
@@ -362,4 +405,84 @@ def sweep(data: ReportData):
         ax.legend(fontsize="small")
     caption = ("Parent retrieval time and mean time per child against the container's size, "
                "log-log: a slope of 1 is linear growth, 0 is constant.")
+    return fig, caption
+
+
+@chart("cliff", "Where each system breaks: time per child and parent retrieval against children")
+def cliff(data: ReportData):
+    """Every system's per-child time and parent GET against the container's size, on log-log axes.
+
+    Drawn when the results hold a curve to draw: checkpoints, a sweep of
+    sizes, or a budget.
+    """
+    scale = {name: entries for name, entries in data.scale().items()
+             if any(data.latency_runs(e) for e in entries)}
+    curve = (data.budget_seconds is not None or data.sweep()
+             or any(e.get("checkpoints") for entries in scale.values() for e in entries))
+    if not scale or not curve:
+        return None
+    from matplotlib.lines import Line2D
+
+    fig = new_figure(8, 7.6)
+    put_ax, get_ax = fig.subplots(2, 1, sharex=True)
+    for name, entries in scale.items():
+        color = data.color(entries[0])
+        # The longest series: every case starts with the same children, so the
+        # largest case reached holds the smaller ones' curves too.
+        longest = max((e for e in entries if data.latency_runs(e)), key=lambda e: e["children"])
+        xs, med, p95 = log_moving_stats(data.latency_runs(longest))
+        put_ax.plot(xs, med * 1000, color=color, lw=2, label=name, zorder=3)
+        put_ax.plot(xs, p95 * 1000, color=color, lw=1, ls="--", alpha=0.8, zorder=3)
+        # The line: that same run's checkpoints and end; the other cases' ends as dots
+        # (their checkpoints repeat the line's).
+        points = data.parent_curve([longest])
+        ends = sorted((e["children"], e["parent"]["seconds"], number(get_path(e, "parent.first_seconds")))
+                      for e in entries if e is not longest)
+        for series, style in ((points, {"lw": 2}), (ends, {"ls": "none"})):
+            get_ax.plot([p[0] for p in series], [p[1] * 1000 for p in series], color=color, marker="o", ms=4,
+                        zorder=3, **style)
+            first = [(p[0], p[2] * 1000) for p in series if p[2] is not None]
+            get_ax.plot([p[0] for p in first], [p[1] for p in first], color=color, marker="o", ms=4,
+                        mfc="white", zorder=3, **({"lw": 1, "ls": "--"} if series is points else style))
+        for e in entries:
+            if not e.get("budget_exhausted"):
+                continue
+            reached = e["children"]
+            at = med[min(range(len(xs)), key=lambda i: abs(xs[i] - reached))] * 1000  # the median there
+            put_ax.plot([reached], [at], marker="X", ms=11, color=color, mec="black", ls="none", zorder=4)
+            put_ax.annotate(f"{reached:,}", (reached, at), xytext=(0, 9), textcoords="offset points",
+                            ha="center", fontsize="x-small", color=color)
+            get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=11, color=color,
+                        mec="black", ls="none", zorder=4)
+    for ax, label in ((put_ax, "time to create a child (ms)"), (get_ax, "GET parent (ms)")):
+        _log_scale(ax, "x")
+        _log_scale(ax, "y")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.4)
+        ax.grid(True, which="minor", alpha=0.12)
+    from matplotlib.ticker import FuncFormatter
+
+    get_ax.xaxis.set_major_formatter(FuncFormatter(_count_label))
+    get_ax.set_xlabel("children in the container")
+    put_ax.legend(loc="upper left", fontsize="small", title="system", title_fontsize="small")
+    budget = data.budget_seconds
+    keys = [Line2D([], [], color="#444", lw=2, label="moving median (top), steady GET (bottom)"),
+            Line2D([], [], color="#444", lw=1, ls="--", label="moving p95 (top), first GET (bottom)")]
+    if budget is not None:
+        keys.append(Line2D([], [], color="#999", marker="X", ms=9, mec="black", ls="none",
+                           label=f"budget of {fmt.seconds(budget)} spent"))
+    get_ax.legend(handles=keys, loc="upper left", fontsize="small")
+    retrievals = get_path(data.document, "settings.retrievals") or "several"
+    caption = (
+        "Top: the time to create one child against the number of children already created, as the "
+        "moving median (solid) and 95th percentile (dashed) over the children within 10% of each "
+        "point, log-log; a flat line is a constant cost per child, a line rising with slope 1 a cost "
+        "growing with the container. Bottom: the parent's retrieval time (the median of "
+        f"{retrievals} retrievals after the first: filled dots, solid line; the first: hollow dots, dashed "
+        "line) at each checkpoint taken during the ingest of the largest case each system reached and at "
+        "its end; dots off the lines are the ends of the other cases."
+    )
+    if budget is not None:
+        caption += (f" A cross marks where a system spent its ingest budget of {fmt.seconds(budget)} "
+                    "and stopped, with the number of children it reached.")
     return fig, caption

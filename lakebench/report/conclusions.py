@@ -6,6 +6,7 @@ single run, flagged when too small to trust on a shared machine.
 """
 from __future__ import annotations
 
+from lakebench import results
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number, std_of
 from lakebench.results import get_path
@@ -23,11 +24,11 @@ def _compared(data: ReportData) -> list[dict]:
     length = get_path(data.document, "workload.literal_length")
     if len({e.get("literal_length") for e in ok}) > 1:
         ok = [e for e in ok if e.get("literal_length") == length]
-    sizes = {e.get("children") for e in ok}
+    sizes = {results.case_children(e) for e in ok}
     if len(sizes) <= 1:
         return ok
     largest = max(n for n in sizes if n is not None)
-    return [e for e in ok if e.get("children") == largest]
+    return [e for e in ok if results.case_children(e) == largest]
 
 
 def _sweep(data: ReportData) -> list[str]:
@@ -117,12 +118,28 @@ def conclusions(data: ReportData) -> list[str]:
         out.append(_disk(data))
         out.append(_triples(data))
         out.extend(_sweep(data))
+    out.extend(_budget(data))
     for e in data.failed:
         runs = f" ({e.get('successful_runs', 0)} of {e.get('repeat', '?')} runs succeeded)" \
             if e.get("successful_runs") else ""
         out.append(f"**{data.label(e)} failed**{runs}: {fmt.literal(e.get('error') or 'unknown error')}; "
                    "it is left out of every comparison.")
     return [line for line in out if line]
+
+
+def _budget(data: ReportData) -> list[str]:
+    """Which systems ran out of the budget, where: the size a system can reach in that time."""
+    budget = data.budget_seconds
+    if budget is None:
+        return []
+    stopped = [f"{data.label(e)} stopped at {e['children']:,} children" for e in data.ok if e.get("budget_exhausted")]
+    if not stopped:
+        return [f"**Budget**: every system finished every case within {fmt.seconds(budget)} of ingest."]
+    text = f"**Budget** ({fmt.seconds(budget)} of ingest per system and case): {'; '.join(stopped)}"
+    if data.skipped:
+        cases = len(data.skipped)
+        text += f"; {cases} larger {'case was' if cases == 1 else 'cases were'} not run after that"
+    return [text + ". The figures of a case that stopped are of the size it reached, not the size asked for."]
 
 
 def _growth(data: ReportData) -> list[str]:

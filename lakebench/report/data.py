@@ -63,7 +63,12 @@ class ReportData:
 
     @property
     def failed(self) -> list[dict]:
-        return [s for s in self.systems if s.get("status") != "ok"]
+        return [s for s in self.systems if s.get("status") == "failed"]
+
+    @property
+    def skipped(self) -> list[dict]:
+        """Cases not run: the budget ran out at a smaller size (``skip_reason``)."""
+        return [s for s in self.systems if s.get("status") == "skipped"]
 
     @property
     def reference(self) -> dict | None:
@@ -113,8 +118,28 @@ class ReportData:
         length = get_path(self.document, "workload.literal_length")
         for s in self.ok:  # sizes at the first literal length (a payload sweep is another axis)
             if s.get("children") is not None and s.get("literal_length", length) == length:
-                by_name.setdefault(s["name"], {})[s["children"]] = s
+                by_name.setdefault(s["name"], {})[results.case_children(s)] = s
         return {name: [sizes[n] for n in sorted(sizes)] for name, sizes in by_name.items() if len(sizes) > 1}
+
+    def scale(self) -> dict[str, list[dict]]:
+        """Every system's ok entries at the first literal length, by case size: what the cliff chart draws."""
+        length = get_path(self.document, "workload.literal_length")
+        by_name: dict[str, list[dict]] = {}
+        for s in self.ok:
+            if s.get("children") is not None and s.get("literal_length", length) == length:
+                by_name.setdefault(s["name"], []).append(s)
+        return {name: sorted(entries, key=results.case_children) for name, entries in by_name.items()}
+
+    @staticmethod
+    def parent_curve(entries: list[dict]) -> list[tuple[int, float, float | None]]:
+        """(children, steady seconds, first seconds) of the parent, from every checkpoint and final
+        retrieval of ``entries`` (one system's cases), by children."""
+        points = []
+        for e in entries:
+            for c in e.get("checkpoints") or []:
+                points.append((c["children"], c["parent_seconds"], number(c.get("parent_first_seconds"))))
+            points.append((e["children"], e["parent"]["seconds"], number(get_path(e, "parent.first_seconds"))))
+        return sorted(points)
 
     # -- settings ----------------------------------------------------------
 
@@ -125,6 +150,11 @@ class ReportData:
     @property
     def children(self) -> int | None:
         return get_path(self.document, "workload.children")
+
+    @property
+    def budget_seconds(self) -> float | None:
+        """``--budget``: the ingest time each system and case was allowed, or None."""
+        return number(get_path(self.document, "settings.budget_seconds"))
 
     def latency_window(self) -> int:
         """Moving window of the latency chart: 5% of the children, 5 to 200."""

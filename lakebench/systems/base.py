@@ -68,8 +68,11 @@ class System:
         raise NotImplementedError
 
     # -- facts the runner reads outside the clock -----------------------
-    def triples_total(self) -> int | None:
-        """Triples the repository holds now, or None if it cannot say."""
+    def triples_total(self, children: int | None = None) -> int | None:
+        """Triples the repository holds now, or None if it cannot say.
+
+        ``children``: how many of the workload's children were created (fewer
+        than the workload's when a budget stopped the ingest; None: all)."""
         return None
 
     def pid(self) -> int:

@@ -149,16 +149,17 @@ class LakesuperiorSystem(LdpSystem):
             child = AbsoluteIriChild(child, self.base)
         super().create_child(child)
 
-    def triples_total(self) -> int | None:
-        self.check_stored()
+    def triples_total(self, children: int | None = None) -> int | None:
+        self.check_stored(children=children)
         response = self._request("GET", self.base.replace(f"/{lakesuperior.LDP_ROOT}", "/admin/stats", 1))
         if response.status != 200:
             return None
         match = re.search(rb"Total triples:\s*<strong>([\d,]+)</strong>", response.data)
         return int(match.group(1).replace(b",", b"")) if match else None
 
-    def check_stored(self, sample: int = 3) -> None:
-        """Read back ``sample`` children (first, middle, last) and compare their triples with those sent.
+    def check_stored(self, sample: int = 3, children: int | None = None) -> None:
+        """Read back ``sample`` children (first, middle, last of the ``children``
+        created, default all the workload's) and compare their triples with those sent.
 
         Raises :class:`SystemFailure` when a child holds fewer or more of the
         workload's triples than were sent, or when one of its repository
@@ -168,7 +169,9 @@ class LakesuperiorSystem(LdpSystem):
 
         from lakebench.workload import NS
 
-        n = self.workload.children
+        n = self.workload.children if children is None else children
+        if n < 1:
+            return
         indices = sorted({0, n // 2, n - 1})[:sample]
         for index in indices:
             child = self.workload.child(index)

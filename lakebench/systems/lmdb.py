@@ -36,7 +36,7 @@ class LmdbSystem(System):
         body = self.store.serialize(graph=self.parent, format="turtle", prefixes={"ldp": LDP})
         return Retrieval(body=body, parent_uri=self.workload.parent_uri)
 
-    def triples_total(self) -> int:
+    def triples_total(self, children: int | None = None) -> int:
         return len(self.store)
 
     def disk_path(self):

@@ -39,7 +39,7 @@ class MemorySystem(System):
         body = representation.serialize(format="turtle").encode("utf-8")
         return Retrieval(body=body, parent_uri=str(self.parent))
 
-    def triples_total(self) -> int:
+    def triples_total(self, children: int | None = None) -> int:
         return len(self.dataset)
 
     def disk_path(self):

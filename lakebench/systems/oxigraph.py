@@ -43,7 +43,7 @@ class OxigraphSystem(System):
         )
         return Retrieval(body=body, parent_uri=self.parent.value)
 
-    def triples_total(self) -> int:
+    def triples_total(self, children: int | None = None) -> int:
         return len(self.store)
 
     def disk_path(self):

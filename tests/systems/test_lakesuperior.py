@@ -78,6 +78,18 @@ def test_child_graph_stored_as_sent(server, tmp_path):
     system.close()
 
 
+def test_a_budget_stopped_ingest_is_checked_on_the_children_created(server, tmp_path):
+    workload = Workload(children=100, seed=9, parent="budget-test")
+    system = LakesuperiorSystem(tmp_path, workload, {"system_url": server.base_url})
+    system.setup()
+    for child in list(system.workload)[:5]:  # the runner stopped after 5 of 100
+        system.create_child(child)
+    assert system.triples_total(children=5) > 5 * 200
+    with pytest.raises(SystemFailure, match="HTTP 404"):  # child 50 was never created
+        system.check_stored()
+    system.close()
+
+
 @pytestmark_real
 def test_a_dropped_triple_fails_the_check(server, tmp_path):
     """Lenient referential integrity: a link to a missing resource is dropped without a word."""

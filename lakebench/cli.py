@@ -11,7 +11,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from lakebench import __version__, results, systems, workload
+from lakebench import __version__, results, systems, workload, workloads
 from lakebench.argtypes import JVM_HEAP, Bounded, BoundedList, Duration, duration_text, http_url
 
 
@@ -68,6 +68,35 @@ def _system_list(text: str) -> list[str]:
 DEFAULT_SYSTEMS = "lmdb-nosync,lmdb,oxigraph,memory"
 
 
+def _system_option(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--system-option``."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.replace("-", "_"), value.strip()
+
+
+def _workload_parameters() -> dict[str, tuple[object, list[str]]]:
+    """Every workload's options: name -> (its Param, the workloads that take it)."""
+    found: dict[str, tuple[object, list[str]]] = {}
+    for name in workloads.WORKLOADS:
+        for key, param in workloads.load(name).PARAMETERS.items():
+            found.setdefault(key, (param, []))[1].append(name)
+    return found
+
+
+def _add_workload_options(run: argparse.ArgumentParser) -> None:
+    lines = "; ".join(f"{name}: {line}" for name, line in workloads.summaries().items())
+    run.add_argument("--workload", choices=list(workloads.WORKLOADS), default=workloads.DEFAULT,
+                     metavar="NAME", help=f"what is done to each system ({lines}) (default: {workloads.DEFAULT})")
+    group = run.add_argument_group("workload options (each applies to the workloads it names)")
+    for key, (param, names) in _workload_parameters().items():
+        default = ",".join(map(str, param.default)) if isinstance(param.default, (list, tuple)) else param.default
+        group.add_argument(param.option(key), dest=f"workload_{key}", type=param.argument_type(), default=None,
+                           metavar=param.metavar, help=f"[{', '.join(names)}] {param.help} (default: {default})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lakebench",
@@ -113,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="base URL of a running LDP server: required by the ldp system; for fcrepo "
                      "or lakesuperior, use that server (e.g. http://host:8080/rest/, "
                      "http://host:8000/ldp/) instead of starting one")
+    run.add_argument("--system-option", type=_system_option, action="append", default=[], metavar="KEY=VALUE",
+                     help="an option of the systems' servers, repeatable: server_workers=N (lmdb-http, "
+                     "lakesuperior: gunicorn worker processes), worker_class=gevent|gthread|sync (lmdb-http: "
+                     "gunicorn's worker class)")
     run.add_argument("--fcrepo-version", default=None,
                      help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; "
                      "the fcrepo6 system is 6.1.0)")
@@ -145,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "Prefer variants")
     run.add_argument("--users", type=USERS, default=1,
                      help=f"concurrent Locust users with --driver locust, {USERS.range} (default: 1)")
+    _add_workload_options(run)
     run.add_argument("--keep-data", action="store_true",
                      help="keep each system's data directory under OUT/data")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -177,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args) -> int:
     from lakebench.runner import RunConfig, check_writable, run
+    from lakebench.systems.base import HttpSystem
 
     if args.reference is not None and args.reference not in args.systems:
         raise UsageError(f"lakebench run: error: --reference {args.reference!r} is not among "
@@ -189,10 +224,11 @@ def cmd_run(args) -> int:
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
     if args.driver == "locust":
-        in_process = [n for n in args.systems if systems.load(n).transport != "http"]
+        in_process = [n for n in args.systems if not issubclass(systems.load(n), HttpSystem)]
         if in_process:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
                              f"{', '.join(in_process)}")
+    params = _chosen_workload_parameters(args)
     if "ldp" in args.systems and not args.system_url:
         raise UsageError("lakebench run: error: the ldp system needs --system-url")
     out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
@@ -223,10 +259,13 @@ def cmd_run(args) -> int:
         checkpoints=args.checkpoints,
         command=" ".join(["lakebench", *sys.argv[1:]]),
         options={
+            **dict(args.system_option),
             "system_url": args.system_url,
             "fcrepo_version": args.fcrepo_version,
             "fcrepo_heap": args.fcrepo_heap,
         },
+        workload=args.workload,
+        workload_params=params,
     )
     document = run(config)
     print()
@@ -242,6 +281,24 @@ def cmd_run(args) -> int:
         print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] == "failed"]  # skipped is not a failure
     return 1 if failed else 0
+
+
+def _chosen_workload_parameters(args) -> dict:
+    """The options given for ``--workload``; an option of another workload is a usage error."""
+    scenario = workloads.load(args.workload)
+    chosen = {}
+    for key, (param, names) in _workload_parameters().items():
+        value = getattr(args, f"workload_{key}")
+        if value is None:
+            continue
+        if key not in scenario.PARAMETERS:
+            raise UsageError(f"lakebench run: error: {param.option(key)} applies to the "
+                             f"{', '.join(names)} workload(s), not to {args.workload}")
+        chosen[key] = value
+    if args.driver not in scenario.drivers:
+        raise UsageError(f"lakebench run: error: the {args.workload} workload runs with --driver "
+                         f"{' or '.join(scenario.drivers)}, not {args.driver}")
+    return chosen
 
 
 def cmd_table(args) -> int:

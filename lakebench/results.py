@@ -34,8 +34,11 @@ COMPARED = {
     "disk_bytes": "database size",
 }
 
-#: The columns of latencies.csv, in order.
-LATENCY_COLUMNS = ("system", "children", "literal_length", "run", "index", "seconds")
+#: The columns of latencies.csv, in order.  ``variant`` names the swept
+#: parameters of the workload (``binary_size=1024``), empty when none is.
+LATENCY_COLUMNS = ("system", "children", "literal_length", "variant", "run", "index", "seconds")
+#: The columns of latencies.csv before workloads had variants (read as variant "").
+_LATENCY_COLUMNS_1 = ("system", "children", "literal_length", "run", "index", "seconds")
 
 
 # -- the layout of results.json, checked whenever it is read ---------------
@@ -58,7 +61,7 @@ IF_OK = "if ok"  # present in every object whose "status" is "ok": a failed run 
 class Field:
     """The type of one field of results.json.
 
-    ``kind`` is ``"str"``, ``"int"``, ``"number"`` (finite; an integer too), ``"bool"``,
+    ``kind`` is ``"str"``, ``"int"``, ``"number"`` (finite; an integer too), ``"bool"``, ``"any"``,
     a dict of fields (an object holding them; the key ``"*"`` types every key
     it does not name) or a one-item list (a list of that field).
     """
@@ -100,8 +103,20 @@ _SAMPLE = {
     "disk_bytes": Field("number", null=True),
 }
 
+#: One kind of operation of a run (``"create"``, ``"get parent"``, ``"put binary"``, ...).
+_OPERATION = {
+    "count": Field("int", need=ALWAYS),
+    "errors": Field("int"),
+    "seconds": Field("number", need=ALWAYS),
+    **_numbers("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "per_second", null=True),
+}
+
 #: What one run measured: a run's record, and (means over its runs) a system entry.
 _FIGURES = {
+    "workload": Field({"name": Field("str", need=ALWAYS), "params": Field({"*": Field("any")})}),
+    "variant": Field("str"),
+    "operations": Field({"*": Field(_OPERATION)}),
+    "first_error": Field("str"),
     "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),
@@ -170,7 +185,10 @@ FIELDS = {
         "seed": Field("int"),
         "parent": Field("str"),
         "alphabet_size": Field("int"),
-        "sweep": Field({"children": Field([Field("int")]), "literal_length": Field([Field("int")])}),
+        "name": Field("str"),
+        "params": Field({"*": Field("any")}),
+        "sweep": Field({"children": Field([Field("int")]), "literal_length": Field([Field("int")]),
+                        "variant": Field([Field("str")])}),
     }),
     "settings": Field({
         "repeat": Field("int"),
@@ -232,6 +250,8 @@ def _check(value, field: Field, path: str) -> None:
             _check(item, kind[0], f"{path}[{index}]")
         return
     assert isinstance(kind, str)
+    if kind == "any":  # a workload's parameter: whatever its option parses to
+        return
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     fits = {"str": isinstance(value, str),
             "int": number and isinstance(value, int),
@@ -302,6 +322,34 @@ def latency_summary(seconds: Sequence[float]) -> dict:
             "ratio": _round(last / first) if first else None,
         },
     }
+
+
+def operations_summary(times: dict[str, Sequence[float]], errors: dict[str, int] | None = None) -> dict:
+    """Per operation kind: count, refused operations, total seconds, mean / p50 / p95 / p99 / max in
+    milliseconds, and operations per second of the time spent in them.
+
+    >>> s = operations_summary({"get": [0.001, 0.003]}, {"get": 1})["get"]
+    >>> s["count"], s["errors"], s["mean_ms"], s["p50_ms"], s["per_second"]
+    (2, 1, 2.0, 2.0, 500.0)
+    """
+    errors = errors or {}
+    summary = {}
+    for kind in dict.fromkeys([*times, *errors]):
+        seconds = list(times.get(kind, ()))
+        ordered = sorted(seconds)
+        total = math.fsum(seconds)
+        summary[kind] = {
+            "count": len(seconds),
+            "errors": errors.get(kind, 0),
+            "seconds": round(total, 6),
+            "mean_ms": _round(total / len(seconds) * 1000) if seconds else None,
+            "p50_ms": _round(percentile(ordered, 50) * 1000),
+            "p95_ms": _round(percentile(ordered, 95) * 1000),
+            "p99_ms": _round(percentile(ordered, 99) * 1000),
+            "max_ms": _round(ordered[-1] * 1000) if ordered else None,
+            "per_second": _round(len(seconds) / total, 2) if total > 0 else None,
+        }
+    return summary
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:
@@ -444,11 +492,12 @@ def compare_with_reference(systems: list[dict], reference: str | None) -> None:
                 entry["vs_reference"][path] = round(100.0 * mine / theirs, 2)
 
 
-def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, int], Sequence[float]]) -> None:
+def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, str, int], Sequence[float]]) -> None:
     """Write ``results.json`` and ``latencies.csv`` into ``out``.
 
-    ``latencies`` maps (system, children, literal_length, run) to the
-    seconds of each child, in creation order.
+    ``latencies`` maps (system, children, literal_length, variant, run) to
+    the seconds of each operation of the workload's primary kind (for
+    ``flat``, each child), in the order they ran.
     """
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "results.json.tmp"
@@ -457,9 +506,9 @@ def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, int], 
     with open(out / "latencies.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(LATENCY_COLUMNS)
-        for (system, children, literal_length, run), values in latencies.items():
+        for (system, children, literal_length, variant, run), values in latencies.items():
             for index, seconds in enumerate(values):
-                writer.writerow([system, children, literal_length, run, index, f"{seconds:.7f}"])
+                writer.writerow([system, children, literal_length, variant, run, index, f"{seconds:.7f}"])
 
 
 def load(out: Path) -> dict:
@@ -496,26 +545,31 @@ def load(out: Path) -> dict:
     return document
 
 
-def load_latencies(out: Path) -> dict[tuple[str, int, int, int], list[float]]:
-    """Read ``latencies.csv``: (system, children, literal_length, run) -> seconds per child, in order.
+def load_latencies(out: Path) -> dict[tuple[str, int, int, str, int], list[float]]:
+    """Read ``latencies.csv``: (system, children, literal_length, variant, run) -> seconds per operation, in order.
+
+    A file of an earlier lakebench (no ``variant`` column) reads as variant "".
 
     Raises FileNotFoundError when there is none (a report can do without),
     and :class:`ResultsError` (one line: the file, the line, the column)
     when it is not as :func:`write` writes it.
     """
     path = Path(out) / "latencies.csv"
-    series: dict[tuple[str, int, int, int], list[float]] = {}
+    series: dict[tuple[str, int, int, str, int], list[float]] = {}
     try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             if header is None:
                 raise ResultsError(f"{path} is empty")
-            if tuple(header) != LATENCY_COLUMNS:
+            columns = tuple(header)
+            if columns not in (LATENCY_COLUMNS, _LATENCY_COLUMNS_1):
                 raise ResultsError(f"{path} line 1: expected the header {','.join(LATENCY_COLUMNS)}")
             for row in reader:
-                system, children, literal_length, run, _, seconds = _latency_row(row, path, reader.line_num)
-                series.setdefault((system, children, literal_length, run), []).append(seconds)
+                values = dict(zip(columns, _latency_row(row, columns, path, reader.line_num)))
+                key = (values["system"], values["children"], values["literal_length"], values.get("variant", ""),
+                       values["run"])
+                series.setdefault(key, []).append(values["seconds"])
     except FileNotFoundError:
         raise
     except UnicodeDecodeError:
@@ -527,12 +581,12 @@ def load_latencies(out: Path) -> dict[tuple[str, int, int, int], list[float]]:
     return series
 
 
-def _latency_row(row: list[str], path: Path, line: int) -> tuple:
-    if len(row) != len(LATENCY_COLUMNS):
-        raise ResultsError(f"{path} line {line}: {len(row)} columns, expected {len(LATENCY_COLUMNS)}")
+def _latency_row(row: list[str], columns: tuple[str, ...], path: Path, line: int) -> tuple:
+    if len(row) != len(columns):
+        raise ResultsError(f"{path} line {line}: {len(row)} columns, expected {len(columns)}")
     values: list[object] = []
-    for column, cell in zip(LATENCY_COLUMNS, row):
-        if column == "system":
+    for column, cell in zip(columns, row):
+        if column in ("system", "variant"):
             values.append(cell)
             continue
         try:
@@ -555,9 +609,9 @@ def case_children(entry: dict) -> int | None:
     return entry.get("children_requested", entry.get("children"))
 
 
-def latency_key(entry: dict, run: int) -> tuple[str, int, int, int]:
+def latency_key(entry: dict, run: int) -> tuple[str, int, int, str, int]:
     """The key of ``load_latencies`` for run ``run`` of a system entry (latencies.csv names the case)."""
-    return entry["name"], case_children(entry), entry["literal_length"], run
+    return entry["name"], case_children(entry), entry["literal_length"], entry.get("variant", ""), run
 
 
 def case_label(entry: dict, systems: list[dict]) -> str:
@@ -574,6 +628,8 @@ def case_label(entry: dict, systems: list[dict]) -> str:
         parts.append(f"{case_children(entry):,} children")
     if len({s.get("literal_length") for s in same}) > 1:
         parts.append(f"{entry['literal_length']:,}-char literals")
+    if len({s.get("variant", "") for s in same}) > 1:
+        parts.append(entry.get("variant", ""))
     return f"{entry['name']} ({', '.join(parts)})" if parts else entry["name"]
 
 

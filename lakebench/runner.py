@@ -47,11 +47,11 @@ from typing import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lakebench import environment, prefetch, results, systems
-from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds, tree_rss_bytes
-from lakebench.prefetch import ChildFeed
-from lakebench.systems.base import Retrieval
-from lakebench.workload import LDP_CONTAINS, Workload
+from lakebench import drivers, environment, prefetch, results, systems, workloads
+from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
+from lakebench.systems.base import HttpSystem
+from lakebench.workload import Workload
+from lakebench.workloads.base import count_containment
 
 
 @dataclass
@@ -82,19 +82,54 @@ class RunConfig:
     #: Sizes at which the parent is also retrieved and the disk measured
     #: during the ingest: "auto" (:data:`CHECKPOINT_SERIES`), a list, or None.
     checkpoints: str | Sequence[int] | None = "auto"
+    #: The workload (:mod:`lakebench.workloads`) and its parameters; a list
+    #: for a swept parameter is one case per value.
+    workload: str = workloads.DEFAULT
+    workload_params: dict = field(default_factory=dict)
 
-    def cases(self) -> list[Workload]:
-        """One workload per combination of the swept children counts and literal lengths."""
+    def cases(self) -> list[Case]:
+        """One case per combination of the swept children counts, literal lengths and workload parameters."""
+        scenario = workloads.load(self.workload)
+        swept = {name: _as_list(value) for name, value in self.workload_params.items()
+                 if scenario.PARAMETERS[name].sweep}
+        fixed = tuple(sorted((k, v) for k, v in self.workload_params.items() if k not in swept))
+        variants: list[tuple] = [()]
+        for name in sorted(swept):
+            variants = [(*v, (name, value)) for v in variants for value in swept[name]]
         return [
-            Workload(children=n, triples=self.triples, literal_length=length, seed=self.seed,
-                     parent=self.parent)
+            Case(Workload(children=n, triples=self.triples, literal_length=length, seed=self.seed,
+                          parent=self.parent), tuple(sorted(fixed + variant)),
+                 ",".join(f"{k}={v}" for k, v in variant))
             for n in _as_list(self.children)
             for length in _as_list(self.literal_length)
+            for variant in variants
         ]
 
 
-def _as_list(value) -> list[int]:
-    return [value] if isinstance(value, int) else list(value)
+@dataclass(frozen=True)
+class Case:
+    """One case of a run: the data set, and the workload's parameters with a swept one at one value."""
+
+    dataset: Workload
+    params: tuple = ()  # (name, value) pairs, sorted
+    variant: str = ""  # the swept parameters' values, "binary_size=1024"; "" when none is swept
+
+    @property
+    def children(self) -> int:
+        return self.dataset.children
+
+    @property
+    def literal_length(self) -> int:
+        return self.dataset.literal_length
+
+    def label(self) -> str:
+        """How the case is named on the terminal."""
+        words = [f"{self.children} children", f"{self.literal_length}-character literals"]
+        return ", ".join(words + ([self.variant] if self.variant else []))
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 #: ``--checkpoints auto``: 1,000, 2,000, 5,000, 10,000, 20,000, ... : even
@@ -119,10 +154,6 @@ def checkpoint_sizes(children: int, checkpoints: str | Sequence[int] | None) -> 
 
 # -- worker side -----------------------------------------------------------
 
-#: The worker tells the parent how many children exist every this many, so
-#: each monitor sample knows how far the ingest was (disk against children).
-PROGRESS_EVERY = 50
-
 class _Events:
     """JSON lines to the parent over an inherited file descriptor."""
 
@@ -134,261 +165,89 @@ class _Events:
         self._file.flush()
 
 
-def _progress(total: int, label: str, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    # On a terminal the bar redraws twice a second; in a log (CI) a line
-    # every 10 s is enough.
-    interval = 0.5 if sys.stderr.isatty() else 10.0
-    return tqdm(total=total, desc=label, unit="child", mininterval=interval, file=sys.stderr)
-
-
-@dataclass
-class Outcome:
-    """What a driver measured: raw times, the parent as last retrieved, and how the ingest went."""
-
-    latencies: list[float]  # seconds of each create_child / PUT, in order
-    ingest_wall: float  # wall time of the ingest loop, checkpoint reads excluded
-    retrieval: Retrieval  # the parent as the last timed retrieval returned it
-    retrieval_times: list[float]
-    generate_cpu: float  # CPU this process spent building children (in-process systems: not the system's)
-    cache: str  # "cold" or "warm": what the retrievals really were
-    generation: dict  # "generation" and "generate_seconds" of the record
-    variants: dict | None = None  # Locust: seconds of each Prefer variant
-    budget_exhausted: bool = False
-    checkpoints: list[dict] = field(default_factory=list)
-    checkpoint_seconds: float = 0.0  # wall time spent in checkpoint reads, outside the ingest's clocks
-
-
-def _read_parent(system, retrievals: int, cold: bool) -> tuple[Retrieval, list[float], bool]:
-    """Retrieve the parent ``retrievals`` times, each timed; (the last retrieval, times, still cold)."""
-    times = []
-    retrieval = None
-    for _ in range(retrievals):
-        if cold:
-            cold = drop_page_cache()  # once refused, the rest are warm too
-        t0 = time.perf_counter()
-        retrieval = system.retrieve_parent()
-        times.append(time.perf_counter() - t0)
-    return retrieval, times, cold
-
-
-def _parent_times(times: list[float]) -> dict:
-    """Steady (median of the retrievals after the first: the first, right after
-    the writes, is often much slower) and first retrieval seconds."""
-    return {"seconds": round(results.percentile(sorted(times[1:] or times), 50), 6),
-            "first_seconds": round(times[0], 6)}
-
-
-def _checkpoint(system, children: int, spec: dict, events: _Events) -> dict:
-    """The parent retrieved as at the end of a run, and the disk and memory, with ``children`` created."""
-    events.send("progress", children=children)
-    events.send("phase", phase="checkpoint")
-    retrieval, times, _ = _read_parent(system, spec.get("retrievals", 3), spec.get("cold", False))
-    parent = _parent_times(times)
-    record = {
-        "children": children,
-        "parent_seconds": parent["seconds"],
-        "parent_first_seconds": parent["first_seconds"],
-        "containment_triples": count_containment(retrieval),
-        # Allocated so far, the system still open (the run's disk_bytes is after close).
-        "disk_bytes": directory_bytes(system.disk_path()),
-        "rss_bytes": tree_rss_bytes(system.pid()),
-    }
-    events.send("phase", phase="ingest")
-    return record
-
-
-def _drive_with_client(system, workload, spec, events) -> Outcome:
-    """lakebench's own loop: one child at a time, each create_child timed alone.
-
-    The children come from a producer process when the runner started one
-    (``feed_fd``, see :mod:`lakebench.prefetch`), else they are built here,
-    before each clock starts.  At each of ``spec["checkpoints"]`` children
-    the loop pauses for :func:`_checkpoint`, whose time is in no figure of
-    the ingest; with ``spec["budget_seconds"]`` it stops once the ingest
-    time, the sum of the timed calls, reaches the budget.
-    """
-    latencies: list[float] = []
-    ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
-    budget = spec.get("budget_seconds")
-    budget_exhausted = False
-    checkpoint_at = set(spec.get("checkpoints") or ())
-    checkpoints: list[dict] = []
-    checkpoint_seconds = 0.0
-    generate_cpu = 0.0  # CPU this process spent building or receiving children
-    generate_seconds = 0.0  # wall time spent building children, here or in the producer
-    feed = ChildFeed(workload, spec["feed_fd"]) if spec.get("feed_fd") is not None else None
-    bar = _progress(workload.children, spec["system"], spec.get("progress", False))
-    wall_start = time.perf_counter()
-    for index in range(workload.children):
-        g0, w0 = time.process_time(), time.perf_counter()
-        if feed is not None:
-            child = system.prepare(feed.next())
-        else:
-            child = system.prepare(workload.child(index))
-            child.turtle, child.ntriples  # noqa: B018 - build both serializations outside the clock
-            generate_seconds += time.perf_counter() - w0
-        generate_cpu += time.process_time() - g0
-        t0 = time.perf_counter()
-        system.create_child(child)
-        latency = time.perf_counter() - t0
-        latencies.append(latency)
-        ingest_seconds += latency
-        created = index + 1
-        if index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
-            events.send("progress", children=created)
-        if bar is not None:
-            bar.update(1)
-            if index % 200 == 0:
-                bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
-        if budget is not None and ingest_seconds >= budget and created < workload.children:
-            budget_exhausted = True  # the final retrieval measures this size: no checkpoint here
-            break
-        if created in checkpoint_at:
-            c0 = time.perf_counter()
-            checkpoints.append(_checkpoint(system, created, spec, events))
-            checkpoint_seconds += time.perf_counter() - c0
-    ingest_wall = time.perf_counter() - wall_start - checkpoint_seconds
-    if feed is not None:
-        generate_seconds = feed.stop() if budget_exhausted else feed.close()
-    if bar is not None:
-        bar.close()
-    events.send("progress", children=len(latencies))
-    events.send("latencies", seconds=latencies)
-
-    events.send("phase", phase="retrieve")
-    retrieval, retrieval_times, cold = _read_parent(system, spec.get("retrievals", 3), spec.get("cold", False))
-    generation = {"generation": "producer" if feed is not None else "inline",
-                  "generate_seconds": round(generate_seconds, 6)}
-    return Outcome(latencies, ingest_wall, retrieval, retrieval_times, generate_cpu, "cold" if cold else "warm",
-                   generation, budget_exhausted=budget_exhausted, checkpoints=checkpoints,
-                   checkpoint_seconds=checkpoint_seconds)
-
-
-def drop_page_cache() -> bool:
-    """Write dirty pages and drop the OS page cache (root only); whether it was done.
-
-    Pages a process has mapped and touched (an in-process LMDB store's) may
-    stay resident: the kernel drops only what nobody maps.
-    """
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        return False
-    return True
-
-
-def _drive_with_locust(system, workload, spec, events) -> Outcome:
-    """Locust as a library: its users PUT the children, its requests are timed by Locust.
-
-    The parent is then read once in each of three variants (full, omit
-    containment, minimal container).  Importing Locust monkey-patches this
-    worker with gevent, which is why each run has a process of its own.
-    The budget stops the dispensing of children (the PUTs under way finish);
-    Locust's users take no checkpoints.
-    """
-    from lakebench.locust.driver import ingest_with_locust
-
-    wall_start = time.perf_counter()
-    out = ingest_with_locust(system.base, workload, users=spec.get("users", 1),
-                             budget_seconds=spec.get("budget_seconds"))
-    ingest_wall = time.perf_counter() - wall_start
-    if out["failures"]:
-        first = out["failures"][0]
-        raise RuntimeError(f"{len(out['failures'])} PUTs failed under Locust, the first: {first}")
-    latencies = out["latencies"]
-    events.send("progress", children=len(latencies))
-    events.send("latencies", seconds=latencies)
-    events.send("phase", phase="retrieve")
-    full = out["retrievals"]["full"]
-    retrieval = Retrieval(body=full["body"], parent_uri=system.parent_url,
-                          content_type=full.get("content_type") or "text/turtle")
-    variants = {name: round(r["seconds"], 6) for name, r in out["retrievals"].items()}
-    generation = {"generation": "users", "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
-    return Outcome(latencies, ingest_wall, retrieval, [full["seconds"]], 0.0, "warm", generation,
-                   variants=variants, budget_exhausted=bool(out.get("budget_exhausted")))
-
-
 def worker(spec: dict, events: _Events) -> dict:
     """Measure one system once; returns the run record (also sent as an event).
 
     A system that fails is still closed, so a server it started does not
     outlive the run.
     """
-    workload = Workload(**spec["workload"])
+    dataset = Workload(**spec["dataset"])
+    scenario = workloads.load(spec["workload"]["name"])(dataset, spec["workload"].get("params"))
     system_cls = systems.load_target(spec["target"])
-    system = system_cls(Path(spec["data_dir"]), workload, spec.get("options"))
+    system = system_cls(Path(spec["data_dir"]), dataset, spec.get("options"))
     try:
-        return _measure(system, workload, spec, events)
+        return _measure(system, scenario, spec, events)
     except BaseException:
         with contextlib.suppress(Exception):
             system.close()
         raise
 
 
-def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
-    driver = spec.get("driver", "client")
+def _measure(system, scenario, spec: dict, events: _Events) -> dict:
+    driver_name = spec.get("driver", "client")
     record: dict = {
         "system": spec["system"],
         "run": spec["run"],
         "durability": system.durability,
         "transport": system.transport,
-        "driver": driver,
-        **({"users": spec.get("users", 1)} if driver == "locust" else {}),
+        "driver": driver_name,
+        **({"users": spec.get("users", 1)} if driver_name == "locust" else {}),
     }
-    if driver == "locust" and system.transport != "http":
+    if driver_name == "locust" and not isinstance(system, HttpSystem):
         raise ValueError(f"--driver locust drives HTTP systems only; {spec['system']} runs in-process")
     events.send("phase", phase="setup")
-    if driver == "locust":
+    if driver_name == "locust":
         system.connect()  # Locust creates the parent itself
     else:
         system.setup()
-    workload = system.workload  # as the system's server accepts it (LAKEsuperior: absolute IRIs)
+    # The data set as the system's server accepts it (LAKEsuperior: absolute IRIs).
+    scenario.dataset = system.workload
     pid = system.pid()
     disk_path = system.disk_path()
     events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)
     in_process = pid == os.getpid()
 
     cpu_start = tree_cpu_seconds(pid)
-    events.send("phase", phase="ingest")
-    drive = _drive_with_locust if driver == "locust" else _drive_with_client
-    outcome = drive(system, workload, spec, events)
-    latencies = outcome.latencies
+    driver = drivers.DRIVERS[driver_name](spec, events)
+    outcome = scenario.run(system, driver)
     # Only CPU spent by the system counts: when the system runs in this very
     # process, the CPU spent generating graphs is subtracted.
     cpu_end = tree_cpu_seconds(pid)
     cpu_seconds = None if cpu_start is None or cpu_end is None else round(
         cpu_end - cpu_start - (outcome.generate_cpu if in_process else 0.0), 3)
 
-    record.update(results.latency_summary(latencies))
+    primary = outcome.times.get(scenario.primary, [])
+    events.send("latencies", seconds=primary)
+    created = outcome.created()
+    record.update(results.latency_summary(primary))
     record.update(
         {
-            "children": len(latencies),
-            "children_requested": workload.children,
+            "workload": {"name": scenario.name, "params": scenario.params},
+            "children": created,
+            "children_requested": scenario.dataset.children,
             "budget_exhausted": outcome.budget_exhausted,
-            "literal_length": workload.literal_length,
+            "literal_length": scenario.dataset.literal_length,
             # Time spent sending requests: the sum of the per-child times when
             # they come one at a time; the wall time when users overlap them.
-            "ingest_seconds": round(sum(latencies) if record.get("users", 1) == 1 else outcome.ingest_wall, 6),
+            "ingest_seconds": round(sum(outcome.times.get("create", ())) if record.get("users", 1) == 1
+                                    else outcome.ingest_wall, 6),
             "ingest_wall_seconds": round(outcome.ingest_wall, 6),
             **outcome.generation,
             "parent": {
-                **_parent_times(outcome.retrieval_times),
-                "all_seconds": [round(t, 6) for t in outcome.retrieval_times],
+                **drivers.parent_times(outcome.times["get parent"]),
+                "all_seconds": [round(t, 6) for t in outcome.times["get parent"]],
                 "containment_triples": count_containment(outcome.retrieval),
                 "bytes": len(outcome.retrieval.body),
                 "cache": outcome.cache,
                 **({"variants_seconds": outcome.variants} if outcome.variants else {}),
             },
+            "operations": results.operations_summary(outcome.times, outcome.errors),
             "checkpoints": outcome.checkpoints,
             "checkpoint_seconds": round(outcome.checkpoint_seconds, 6),
             "cpu_seconds": cpu_seconds,
-            "triples_total": system.triples_total(children=len(latencies)),
+            "triples_total": system.triples_total(children=created),
+            **({"first_error": outcome.first_error} if outcome.first_error else {}),
+            **scenario.record(outcome, system),
         }
     )
     events.send("phase", phase="tail")
@@ -399,21 +258,6 @@ def _measure(system, workload: Workload, spec: dict, events: _Events) -> dict:
     if in_process:
         record["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return record
-
-
-def count_containment(retrieval) -> int:
-    """``ldp:contains`` triples of the parent in a retrieved representation."""
-    import pyoxigraph as ox
-
-    formats = {"text/turtle": ox.RdfFormat.TURTLE, "application/n-triples": ox.RdfFormat.N_TRIPLES}
-    media_type = retrieval.content_type.split(";")[0].strip()
-    parent = ox.NamedNode(retrieval.parent_uri)
-    contains = ox.NamedNode(LDP_CONTAINS)
-    return sum(
-        1
-        for quad in ox.parse(retrieval.body, format=formats[media_type], base_iri=retrieval.parent_uri)
-        if quad.predicate == contains and quad.subject == parent
-    )
 
 
 def _worker_main(argv: list[str]) -> int:
@@ -436,9 +280,11 @@ def _worker_main(argv: list[str]) -> int:
 # -- parent side -----------------------------------------------------------
 
 def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
-            w: Workload) -> tuple[dict, list[float]]:
-    """Measure system ``name`` once on workload ``w`` in a fresh worker; returns (record, latencies)."""
-    case = "" if len(config.cases()) == 1 else f"-{w.children}x{w.literal_length}"
+            c: Case) -> tuple[dict, list[float]]:
+    """Measure system ``name`` once on case ``c`` in a fresh worker; returns (record, latencies)."""
+    w = c.dataset
+    case = "" if len(config.cases()) == 1 else f"-{w.children}x{w.literal_length}" + (
+        "-" + c.variant.replace(",", "-").replace("=", "") if c.variant else "")
     label = f"{name}{case}-{run_index}"
     data_dir = data_root / label
     if data_dir.exists():
@@ -449,13 +295,14 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         "target": systems.target(name),
         "run": run_index,
         "data_dir": str(data_dir),
-        "workload": {
+        "dataset": {
             "children": w.children,
             "triples": w.triples,
             "literal_length": w.literal_length,
             "seed": w.seed,
             "parent": w.parent,
         },
+        "workload": {"name": config.workload, "params": dict(c.params)},
         "retrievals": config.retrievals,
         "tail_seconds": config.tail_seconds,
         "progress": config.progress,
@@ -552,28 +399,29 @@ def _write_failure_log(out: Path, label: str, event: dict) -> tuple[str, Path | 
     return first_line, path
 
 
-def budget_skip(name: str, w: Workload, runs: dict[tuple[str, Workload], list[dict]]) -> str | None:
-    """Why case ``w`` of system ``name`` is not run, or None: the budget ran out at a smaller size.
+def budget_skip(name: str, c: Case, runs: dict[tuple[str, Case], list[dict]]) -> str | None:
+    """Why case ``c`` of system ``name`` is not run, or None: the budget ran out at a smaller size.
 
-    A case is skipped when another case of the same system and literal
-    length already spent its budget before ``w.children`` children: the
+    A case is skipped when another case of the same system, literal length
+    and variant already spent its budget before ``c.children`` children: the
     first children of every case are the same graphs, so this one would stop
     at about the same size, a whole budget later, and measure nothing new.
     A smaller case, or one whose size that run passed, still runs.
 
-    >>> small, large = Workload(children=1000), Workload(children=100_000)
+    >>> small, large = Case(Workload(children=1000)), Case(Workload(children=100_000))
     >>> runs = {("a", small): [{"status": "ok", "budget_exhausted": True, "children": 800}]}
     >>> budget_skip("a", large, runs)
     'the budget ran out at 800 children (case 1,000)'
-    >>> budget_skip("b", large, runs) is None, budget_skip("a", Workload(children=500), runs) is None
+    >>> budget_skip("b", large, runs) is None, budget_skip("a", Case(Workload(children=500)), runs) is None
     (True, True)
     """
     stops = [
         (record["children"], other.children)
         for (system, other), records in runs.items()
-        if system == name and other != w and other.literal_length == w.literal_length
+        if system == name and other != c and other.literal_length == c.literal_length
+        and other.variant == c.variant
         for record in records
-        if record.get("status") == "ok" and record.get("budget_exhausted") and record["children"] <= w.children
+        if record.get("status") == "ok" and record.get("budget_exhausted") and record["children"] <= c.children
     ]
     if not stops:
         return None
@@ -581,10 +429,35 @@ def budget_skip(name: str, w: Workload, runs: dict[tuple[str, Workload], list[di
     return f"the budget ran out at {reached:,} children (case {case:,})"
 
 
-def _any_record(name: str, runs: dict[tuple[str, Workload], list[dict]]) -> dict:
-    """A run record of system ``name`` (one whose durability and transport are known, if any)."""
+def _like(name: str, runs: dict[tuple[str, Case], list[dict]]) -> dict:
+    """What is known of system ``name`` without a record of this case: its durability and transport."""
     records = [r for (system, _), rs in runs.items() if system == name for r in rs]
-    return next((r for r in records if r.get("durability")), records[0])
+    known = next((r for r in records if r.get("durability")), None)
+    if known is not None:
+        return known
+    cls = systems.load(name)
+    return {"durability": cls.durability, "transport": cls.transport}
+
+
+def _not_applicable(config: RunConfig, name: str) -> str | None:
+    """Why system ``name`` cannot take the run's workload with its driver, or None."""
+    scenario = workloads.load(config.workload)
+    if config.driver not in scenario.drivers:
+        return f"not applicable: the {config.workload} workload does not run with --driver {config.driver}"
+    reason = scenario.not_applicable(systems.load(name))
+    return None if reason is None else f"not applicable: {reason}"
+
+
+def _summary_line(record: dict, primary: str) -> str:
+    """One line on the terminal for a finished run."""
+    stopped = (f"stopped at {record['children']:,} children (budget spent), "
+               if record.get("budget_exhausted") else "")
+    unit = "child" if primary == "create" else primary
+    errors = sum(op.get("errors", 0) for op in (record.get("operations") or {}).values())
+    return (f"   {stopped}{record['ingest_seconds']:.1f} s ingest, "
+            f"{record['per_resource_ms']['mean']:.2f} ms per {unit}, "
+            f"parent {record['parent']['seconds'] * 1000:.1f} ms"
+            + (f", {errors:,} operations refused (first: {record.get('first_error')})" if errors else ""))
 
 
 def run(config: RunConfig, log=print) -> dict:
@@ -595,33 +468,29 @@ def run(config: RunConfig, log=print) -> dict:
     shutil.rmtree(out / "logs", ignore_errors=True)  # failures of an earlier run into the same OUT
     started = datetime.now(timezone.utc)
     cases = config.cases()
-    runs: dict[tuple[str, Workload], list[dict]] = {}
-    skipped: dict[tuple[str, Workload], str] = {}
+    primary = workloads.load(config.workload).primary
+    runs: dict[tuple[str, Case], list[dict]] = {}
+    skipped: dict[tuple[str, Case], str] = {}
     latencies: dict[tuple, list[float]] = {}
-    for w in cases:
+    for c in cases:
         # Interleave repeats (A B A B ...) so slow drift of a shared machine
         # spreads over every system instead of landing on one.
         for run_index in range(config.repeat):
             for name in config.systems:
                 label = f"{name} (run {run_index + 1}/{config.repeat})" if config.repeat > 1 else name
-                if (name, w) in skipped:
+                if (name, c) in skipped:
                     continue
-                reason = budget_skip(name, w, runs) if run_index == 0 else None
+                reason = (_not_applicable(config, name) or budget_skip(name, c, runs)) if run_index == 0 else None
                 if reason is not None:
-                    skipped[(name, w)] = reason
-                    log(f"== {name}: {w.children} children, {w.literal_length}-character literals: "
-                        f"not run, {reason}")
+                    skipped[(name, c)] = reason
+                    log(f"== {name}: {c.label()}: {reason}")
                     continue
-                log(f"== {label}: {w.children} children, {w.literal_length}-character literals")
-                record, lat = run_one(config, name, run_index, data_root, w)
-                runs.setdefault((name, w), []).append(record)
-                latencies[(name, w.children, w.literal_length, run_index)] = lat
+                log(f"== {label}: {c.label()}")
+                record, lat = run_one(config, name, run_index, data_root, c)
+                runs.setdefault((name, c), []).append(record)
+                latencies[(name, c.children, c.literal_length, c.variant, run_index)] = lat
                 if record["status"] == "ok":
-                    stopped = (f"stopped at {record['children']:,} children (budget spent), "
-                               if record.get("budget_exhausted") else "")
-                    log(f"   {stopped}{record['ingest_seconds']:.1f} s ingest, "
-                        f"{record['per_resource_ms']['mean']:.2f} ms per child, "
-                        f"parent {record['parent']['seconds'] * 1000:.1f} ms")
+                    log(_summary_line(record, primary))
                 else:
                     where = f" (log: {out / record['log']})" if record.get("log") else ""
                     log(f"   FAILED: {record['error']}{where}")
@@ -629,19 +498,29 @@ def run(config: RunConfig, log=print) -> dict:
         shutil.rmtree(data_root, ignore_errors=True)
     reference = config.reference or ("fcrepo" if "fcrepo" in config.systems else config.systems[0])
     entries = []
-    for w in cases:  # each case compared with the reference's row of the same case
-        case_entries = [
-            results.skipped_entry(name, w.children, w.literal_length, skipped[(name, w)],
-                                  _any_record(name, runs))
-            if (name, w) in skipped else results.aggregate(name, runs[(name, w)])
-            for name in config.systems
-        ]
+    for c in cases:  # each case compared with the reference's row of the same case
+        case_entries = []
+        for name in config.systems:
+            if (name, c) in skipped:
+                entry = results.skipped_entry(name, c.children, c.literal_length, skipped[(name, c)],
+                                              _like(name, runs))
+            else:
+                entry = results.aggregate(name, runs[(name, c)])
+            if c.variant:
+                entry["variant"] = c.variant
+            case_entries.append(entry)
         results.compare_with_reference(case_entries, reference)
         entries += case_entries
-    workload = cases[0].describe()
+    workload = cases[0].dataset.describe()
+    workload["name"] = config.workload
+    scenario = workloads.load(config.workload)
+    workload["params"] = {name: value for name, value in scenario(cases[0].dataset, dict(cases[0].params)).params.items()
+                          if not scenario.PARAMETERS[name].sweep or len(cases) == 1}
     if len(cases) > 1:
-        workload["sweep"] = {"children": sorted({w.children for w in cases}),
-                             "literal_length": sorted({w.literal_length for w in cases})}
+        workload["sweep"] = {"children": sorted({c.children for c in cases}),
+                             "literal_length": sorted({c.literal_length for c in cases})}
+        if any(c.variant for c in cases):
+            workload["sweep"]["variant"] = list(dict.fromkeys(c.variant for c in cases))
     document = {
         "schema": results.SCHEMA_VERSION,
         "started": started.isoformat(timespec="seconds"),
@@ -657,7 +536,7 @@ def run(config: RunConfig, log=print) -> dict:
             "cache": "cold" if config.cold else "warm",
             "budget_seconds": config.budget_seconds,
             # Asked for, across the sweep; each run's checkpoints say which it took.
-            "checkpoints": checkpoint_sizes(max(w.children for w in cases), config.checkpoints)
+            "checkpoints": checkpoint_sizes(max(c.children for c in cases), config.checkpoints)
             if config.driver == "client" else [],
         },
         "reference": reference,

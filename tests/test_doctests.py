@@ -7,7 +7,8 @@ import pytest
 MODULES = ["lakebench.argtypes", "lakebench.workload", "lakebench._workload", "lakebench.prefetch", "lakebench.runner",
            "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.report.charts", "lakebench.locust.dispensing",
            "lakebench.locust.ingest", "lakebench.locust.record", "lakebench.report.seed",
-           "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare"]
+           "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare",
+           "lakebench.workloads"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -64,9 +64,9 @@ def test_write_load_and_table(tmp_path):
     bad = results.aggregate("z", [_run("z", 0, 0, 0, 0, status="failed")])
     results.compare_with_reference([a, bad], "a")
     doc = {"schema": 1, "systems": [a, bad]}
-    results.write(tmp_path, doc, {("a", 10, 64, 0): [0.002] * 10})
+    results.write(tmp_path, doc, {("a", 10, 64, "", 0): [0.002] * 10})
     assert results.load(tmp_path)["systems"][0]["name"] == "a"
-    assert results.load_latencies(tmp_path)[("a", 10, 64, 0)] == [0.002] * 10
+    assert results.load_latencies(tmp_path)[("a", 10, 64, "", 0)] == [0.002] * 10
     table = results.format_table(results.summary_rows(doc))
     assert "FAILED: boom" in table
     assert "100%" in table
@@ -97,7 +97,7 @@ def test_aggregate_of_runs_the_budget_stopped_at_different_sizes():
     assert entry["checkpoints"] == [{"children": 2, "parent_seconds": 0.02, "parent_first_seconds": 0.02,
                                      "containment_triples": 2, "disk_bytes": None, "rss_bytes": 150}]
     results.validate({"schema": 1, "systems": [entry]})
-    assert results.latency_key(entry, 1) == ("a", 1000, 64, 1)  # latencies.csv names the case
+    assert results.latency_key(entry, 1) == ("a", 1000, 64, "", 1)  # latencies.csv names the case
 
 
 def test_skipped_entry_passes_the_schema_and_the_table():

@@ -143,11 +143,13 @@ def test_report_names_the_bad_field_in_one_line(good, tmp_path, report_out, caps
 
 @pytest.mark.parametrize("name, latencies, expected", [
     ("no-header", "hello world\n\x01 garbage,,,\n", "latencies.csv line 1: expected the header "
-                                                     "system,children,literal_length,run,index,seconds"),
+                                                     "system,children,literal_length,variant,run,index,seconds"),
     ("not-a-number", "system,children,literal_length,run,index,seconds\nmemory,x,64,0,0,abc\n",
      "latencies.csv line 2: children: expected an integer, got 'x'"),
     ("short-row", "system,children,literal_length,run,index,seconds\nmemory,6,64\n",
-     "latencies.csv line 2: 3 columns, expected 6"),
+     "latencies.csv line 2: 3 columns, expected 6"),  # a file of an earlier lakebench (no variant column)
+    ("short-row-now", "system,children,literal_length,variant,run,index,seconds\nmemory,6,64,,0\n",
+     "latencies.csv line 2: 5 columns, expected 7"),
     ("nan-seconds", "system,children,literal_length,run,index,seconds\nmemory,6,64,0,0,nan\n",
      "latencies.csv line 2: seconds: expected a finite number, got 'nan'"),
     ("nul-bytes", "system,children,literal_length,run,index,seconds\n\x00\x00\n", "latencies.csv line 2: "),

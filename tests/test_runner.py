@@ -120,7 +120,7 @@ def test_sweep_of_sizes_and_literal_lengths(tmp_path):
                for s in doc["systems"] if s["name"] == "lmdb-nosync")
     assert doc["workload"]["sweep"] == {"children": [6, 12], "literal_length": [1, 100]}
     series = results.load_latencies(tmp_path)
-    assert len(series[("memory", 12, 100, 0)]) == 12 and len(series[("memory", 6, 1, 0)]) == 6
+    assert len(series[("memory", 12, 100, "", 0)]) == 12 and len(series[("memory", 6, 1, "", 0)]) == 6
     # Longer literals make a bigger store.
     disk = {(s["children"], s["literal_length"]): s["disk_bytes"] for s in doc["systems"] if s["name"] == "lmdb-nosync"}
     assert disk[(12, 100)] >= disk[(12, 1)]
@@ -183,7 +183,7 @@ def test_budget_stops_the_ingest_and_marks_it(budget_run, name):
     # The retrievals ran at the size reached, and the system holds exactly that.
     assert large["parent"]["containment_triples"] == large["children"]
     assert large["triples_total"] == large["children"] * 201
-    assert len(results.load_latencies(out)[(name, 20_000, 64, 0)]) == large["children"]
+    assert len(results.load_latencies(out)[(name, 20_000, 64, "", 0)]) == large["children"]
     assert document["settings"]["budget_seconds"] == BUDGET
 
 

@@ -85,3 +85,22 @@ class System:
 
     def close(self) -> None:
         """Release the repository; after this, disk size is final."""
+
+
+class HttpSystem(System):
+    """A system reached over HTTP: what a driver needs from it, and no more.
+
+    Locust users and lakebench's client both send plain HTTP to
+    ``base_url``; they never reach into a concrete system's attributes.
+    """
+
+    transport = "http"
+    #: The repository's base URL (ends with ``/``); set by :meth:`connect`.
+    base_url: str
+    #: The parent container's URL; set by :meth:`connect`.
+    parent_url: str
+
+    def connect(self) -> None:
+        """Start the server (if the system owns one) and open a client; the parent is not created
+        (a Locust ingest creates it itself)."""
+        raise NotImplementedError

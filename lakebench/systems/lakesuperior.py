@@ -136,22 +136,22 @@ class LakesuperiorSystem(LdpSystem):
 
     def connect(self) -> None:
         super().connect()
-        self.workload = AbsoluteIriWorkload(self.workload, self.base)
+        self.workload = AbsoluteIriWorkload(self.workload, self.base_url)
 
     def prepare(self, child):
         if not isinstance(child, AbsoluteIriChild):  # e.g. from the runner's producer
-            child = AbsoluteIriChild(child, self.base)
+            child = AbsoluteIriChild(child, self.base_url)
         child.turtle  # noqa: B018 - rewritten before the clock starts
         return child
 
     def create_child(self, child) -> None:
         if not isinstance(child, AbsoluteIriChild):  # a caller that did not use self.workload
-            child = AbsoluteIriChild(child, self.base)
+            child = AbsoluteIriChild(child, self.base_url)
         super().create_child(child)
 
     def triples_total(self, children: int | None = None) -> int | None:
         self.check_stored(children=children)
-        response = self._request("GET", self.base.replace(f"/{lakesuperior.LDP_ROOT}", "/admin/stats", 1))
+        response = self._request("GET", self.base_url.replace(f"/{lakesuperior.LDP_ROOT}", "/admin/stats", 1))
         if response.status != 200:
             return None
         match = re.search(rb"Total triples:\s*<strong>([\d,]+)</strong>", response.data)
@@ -175,7 +175,7 @@ class LakesuperiorSystem(LdpSystem):
         indices = sorted({0, n // 2, n - 1})[:sample]
         for index in indices:
             child = self.workload.child(index)
-            url = self.base + child.path
+            url = self.base_url + child.path
             response = self._request("GET", url, headers={"Accept": TURTLE})
             expect(response, "GET", url, (200,))
             subject = ox.NamedNode(url)
@@ -188,7 +188,7 @@ class LakesuperiorSystem(LdpSystem):
                     "lenient referential integrity drops triples whose object is a repository IRI "
                     "that does not exist")
             internal = [q.object.value for q in stored
-                        if isinstance(q.object, ox.NamedNode) and q.object.value.startswith(self.base)]
+                        if isinstance(q.object, ox.NamedNode) and q.object.value.startswith(self.base_url)]
             for target in sorted(set(internal)):
                 found = self._request("HEAD", target)
                 if found.status != 200:

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import urllib3
 
-from lakebench.systems.base import Retrieval, System, SystemFailure
+from lakebench.systems.base import HttpSystem, Retrieval, SystemFailure
 from lakebench.workload import Child
 
 TURTLE = "text/turtle"
 
 
-class LdpSystem(System):
+class LdpSystem(HttpSystem):
     name = "ldp"
     durability = "unknown"  # whatever the server does; not ours to know
-    transport = "http"
 
     def start_server(self) -> str:
         """Start the server if this system owns one; return the base URL (ends with /)."""
@@ -38,18 +37,17 @@ class LdpSystem(System):
         create_parent(self.http, self.parent_url)
 
     def connect(self) -> None:
-        """Start the server (if ours) and open the client pool; the parent is not created."""
         self.server_pid: int | None = None
         base = self.start_server()
-        self.base = base if base.endswith("/") else base + "/"
+        self.base_url = base if base.endswith("/") else base + "/"
         self.http = new_pool()
-        self.parent_url = self.base + self.workload.parent
+        self.parent_url = self.base_url + self.workload.parent
 
     def _request(self, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
         return request(self.http, method, url, **kwargs)
 
     def create_child(self, child: Child) -> None:
-        url = f"{self.base}{child.path}"
+        url = f"{self.base_url}{child.path}"
         response = self._request("PUT", url, body=child.turtle, headers={"Content-Type": TURTLE})
         expect(response, "PUT", url, (200, 201, 204))
 

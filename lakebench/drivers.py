@@ -1,0 +1,267 @@
+"""Drivers: how a workload's operations reach a system, and the one clock that times them.
+
+* :class:`ClientDriver`: lakebench's own loop, one operation at a time.
+  Every operation is timed by :meth:`ClientDriver.time` alone (YCSB's
+  ``DBWrapper``), which files the seconds under the operation's kind.
+* :class:`LocustDriver`: Locust as a library, for HTTP systems; Locust's
+  request events are its clock (:mod:`lakebench.locust`).
+
+Both give a workload the same calls (``ingest``, ``read_parent``) and fill
+one :class:`~lakebench.workloads.base.Outcome`.  Statistics are never
+computed here: the runner turns the raw times into figures with
+:mod:`lakebench.results`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable
+
+from lakebench.monitor import directory_bytes, tree_rss_bytes
+from lakebench.prefetch import ChildFeed
+from lakebench.systems.base import HttpSystem, Retrieval
+from lakebench.workload import Workload
+from lakebench.workloads.base import NotApplicable, Outcome, count_containment
+
+#: The worker tells the parent how many children exist every this many, so
+#: each monitor sample knows how far the ingest was (disk against children).
+PROGRESS_EVERY = 50
+
+
+def drop_page_cache() -> bool:
+    """Write dirty pages and drop the OS page cache (root only); whether it was done.
+
+    Pages a process has mapped and touched (an in-process LMDB store's) may
+    stay resident: the kernel drops only what nobody maps.
+    """
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        return False
+    return True
+
+
+def parent_times(times: list[float]) -> dict:
+    """Steady (median of the retrievals after the first: the first, right after
+    the writes, is often much slower) and first retrieval seconds."""
+    from lakebench.results import percentile
+
+    return {"seconds": round(percentile(sorted(times[1:] or times), 50), 6),
+            "first_seconds": round(times[0], 6)}
+
+
+def _progress_bar(total: int, label: str, enabled: bool, unit: str = "child"):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    # On a terminal the bar redraws twice a second; in a log (CI) a line
+    # every 10 s is enough.
+    interval = 0.5 if sys.stderr.isatty() else 10.0
+    return tqdm(total=total, desc=label, unit=unit, mininterval=interval, file=sys.stderr)
+
+
+class ClientDriver:
+    """lakebench's own client loop: one operation at a time, each timed alone.
+
+    ``spec`` is the worker's specification (retrievals, cold, budget,
+    checkpoints, progress, the producer's ``feed_fd``); ``events`` reports
+    phases and progress to the runner's monitor.
+    """
+
+    name = "client"
+
+    def __init__(self, spec: dict, events):
+        self.spec = spec
+        self.events = events
+        self.outcome = Outcome()
+
+    # -- the one clock ---------------------------------------------------
+    def time(self, kind: str, call: Callable[..., Any], *args, **kwargs) -> Any:
+        """Run ``call(*args, **kwargs)``, file its seconds under ``kind``, return its result.
+
+        A call that raises is not timed: the exception goes to the workload.
+        """
+        t0 = time.perf_counter()
+        result = call(*args, **kwargs)
+        self.outcome.times.setdefault(kind, []).append(time.perf_counter() - t0)
+        return result
+
+    def attempt(self, kind: str, call: Callable[..., Any], *args, **kwargs) -> Any:
+        """:meth:`time`, but a failure is counted under ``kind`` (the first message kept) and
+        None returned: for workloads that go on after a refused operation."""
+        try:
+            return self.time(kind, call, *args, **kwargs)
+        except NotApplicable:
+            raise
+        except Exception as exc:  # the system's answer, recorded: the run goes on
+            self.outcome.errors[kind] = self.outcome.errors.get(kind, 0) + 1
+            if self.outcome.first_error is None:
+                self.outcome.first_error = f"{kind}: {type(exc).__name__}: {exc}"
+            return None
+
+    def phase(self, name: str) -> None:
+        self.events.send("phase", phase=name)
+
+    def progress(self, total: int, label: str, unit: str):
+        """A progress bar for ``total`` operations (None when progress is off)."""
+        return _progress_bar(total, f"{self.spec['system']} {label}", self.spec.get("progress", False), unit)
+
+    # -- the seed's operations -------------------------------------------
+    def ingest(self, system, dataset: Workload) -> None:
+        """Create every child of ``dataset``, each ``create_child`` timed alone as ``"create"``.
+
+        The children come from a producer process when the runner started one
+        (``feed_fd``, see :mod:`lakebench.prefetch`), else they are built here,
+        before each clock starts.  At each of ``spec["checkpoints"]`` children
+        the loop pauses for :meth:`_checkpoint`, whose time is in no figure of
+        the ingest; with ``spec["budget_seconds"]`` it stops once the ingest
+        time, the sum of the timed calls, reaches the budget.
+        """
+        outcome, spec, events = self.outcome, self.spec, self.events
+        latencies = outcome.times.setdefault("create", [])
+        ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
+        budget = spec.get("budget_seconds")
+        checkpoint_at = set(spec.get("checkpoints") or ())
+        generate_cpu = 0.0  # CPU this process spent building or receiving children
+        generate_seconds = 0.0  # wall time spent building children, here or in the producer
+        feed = ChildFeed(dataset, spec["feed_fd"]) if spec.get("feed_fd") is not None else None
+        bar = _progress_bar(dataset.children, spec["system"], spec.get("progress", False))
+        self.phase("ingest")
+        wall_start = time.perf_counter()
+        for index in range(dataset.children):
+            g0, w0 = time.process_time(), time.perf_counter()
+            if feed is not None:
+                child = system.prepare(feed.next())
+            else:
+                child = system.prepare(dataset.child(index))
+                child.turtle, child.ntriples  # noqa: B018 - build both serializations outside the clock
+                generate_seconds += time.perf_counter() - w0
+            generate_cpu += time.process_time() - g0
+            self.time("create", system.create_child, child)
+            ingest_seconds += latencies[-1]
+            created = index + 1
+            if index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
+                events.send("progress", children=created)
+            if bar is not None:
+                bar.update(1)
+                if index % 200 == 0:
+                    bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
+            if budget is not None and ingest_seconds >= budget and created < dataset.children:
+                outcome.budget_exhausted = True  # the final retrieval measures this size: no checkpoint here
+                break
+            if created in checkpoint_at:
+                c0 = time.perf_counter()
+                outcome.checkpoints.append(self._checkpoint(system, created))
+                outcome.checkpoint_seconds += time.perf_counter() - c0
+        outcome.ingest_wall += time.perf_counter() - wall_start - outcome.checkpoint_seconds
+        if feed is not None:
+            generate_seconds = feed.stop() if outcome.budget_exhausted else feed.close()
+        if bar is not None:
+            bar.close()
+        events.send("progress", children=len(latencies))
+        outcome.generate_cpu += generate_cpu
+        outcome.generation = {"generation": "producer" if feed is not None else "inline",
+                              "generate_seconds": round(generate_seconds, 6)}
+
+    def _retrievals(self, system, kind: str | None) -> tuple[Retrieval, list[float]]:
+        """Read the parent ``retrievals`` times; (the last retrieval, the seconds of each).
+
+        Filed under ``kind`` when given (checkpoint reads are not: their
+        figures go to the checkpoint's record alone).
+        """
+        times = []
+        retrieval = None
+        cold = self.spec.get("cold", False)
+        for _ in range(self.spec.get("retrievals", 3)):
+            if cold:
+                cold = drop_page_cache()  # once refused, the rest are warm too
+            t0 = time.perf_counter()
+            retrieval = system.retrieve_parent()
+            times.append(time.perf_counter() - t0)
+        if kind is not None:
+            self.outcome.times.setdefault(kind, []).extend(times)
+        self.outcome.cache = "cold" if cold else "warm"
+        return retrieval, times
+
+    def _checkpoint(self, system, children: int) -> dict:
+        """The parent retrieved as at the end of a run, and the disk and memory, with ``children`` created."""
+        self.events.send("progress", children=children)
+        self.phase("checkpoint")
+        retrieval, times = self._retrievals(system, None)
+        parent = parent_times(times)
+        record = {
+            "children": children,
+            "parent_seconds": parent["seconds"],
+            "parent_first_seconds": parent["first_seconds"],
+            "containment_triples": count_containment(retrieval),
+            # Allocated so far, the system still open (the run's disk_bytes is after close).
+            "disk_bytes": directory_bytes(system.disk_path()),
+            "rss_bytes": tree_rss_bytes(system.pid()),
+        }
+        self.phase("ingest")
+        return record
+
+    def read_parent(self, system) -> None:
+        """Retrieve the parent ``retrievals`` times, filed as ``"get parent"``."""
+        self.phase("retrieve")
+        self.outcome.retrieval, _ = self._retrievals(system, "get parent")
+
+
+class LocustDriver:
+    """Locust as a library: its users PUT the children, its requests are timed by Locust.
+
+    The parent is then read once in each of three variants (full, omit
+    containment, minimal container).  Importing Locust monkey-patches this
+    worker with gevent, which is why each run has a process of its own.
+    The budget stops the dispensing of children (the PUTs under way finish);
+    Locust's users take no checkpoints.
+    """
+
+    name = "locust"
+
+    def __init__(self, spec: dict, events):
+        self.spec = spec
+        self.events = events
+        self.outcome = Outcome()
+        self._retrievals: dict | None = None
+
+    def phase(self, name: str) -> None:
+        self.events.send("phase", phase=name)
+
+    def ingest(self, system, dataset: Workload) -> None:
+        from lakebench.locust.driver import ingest_with_locust
+
+        if not isinstance(system, HttpSystem):
+            raise NotApplicable(f"--driver locust drives HTTP systems only; {self.spec['system']} runs in-process")
+        self.phase("ingest")
+        wall_start = time.perf_counter()
+        out = ingest_with_locust(system.base_url, dataset, users=self.spec.get("users", 1),
+                                 budget_seconds=self.spec.get("budget_seconds"))
+        self.outcome.ingest_wall += time.perf_counter() - wall_start
+        if out["failures"]:
+            first = out["failures"][0]
+            raise RuntimeError(f"{len(out['failures'])} PUTs failed under Locust, the first: {first}")
+        self.outcome.times["create"] = list(out["latencies"])
+        self.outcome.budget_exhausted = bool(out.get("budget_exhausted"))
+        self.outcome.generation = {"generation": "users",
+                                   "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
+        self.events.send("progress", children=len(out["latencies"]))
+        self._retrievals = out["retrievals"]
+
+    def read_parent(self, system) -> None:
+        """The parent as Locust's users read it after the ingest (full, and two Prefer variants)."""
+        self.phase("retrieve")
+        if self._retrievals is None:
+            raise RuntimeError("the Locust driver reads the parent after its own ingest only")
+        full = self._retrievals["full"]
+        self.outcome.retrieval = Retrieval(body=full["body"], parent_uri=system.parent_url,
+                                           content_type=full.get("content_type") or "text/turtle")
+        self.outcome.times["get parent"] = [full["seconds"]]
+        self.outcome.variants = {name: round(r["seconds"], 6) for name, r in self._retrievals.items()}
+
+
+DRIVERS = {"client": ClientDriver, "locust": LocustDriver}

@@ -1,0 +1,41 @@
+"""Registry of workloads: name -> ("module:Class", one line for ``--help``).
+
+A workload is what is done to a system and checked afterwards: the seed's
+flat container (``flat``), binaries, updates, reads, a hierarchy, mixed
+users, queries.  Adding one is one module in this package and one line
+here, like :mod:`lakebench.systems`.  Modules are imported when their
+workload is run (or its options are listed), so they import nothing heavy
+at module level.
+"""
+from __future__ import annotations
+
+from lakebench.systems import load_target
+
+WORKLOADS: dict[str, tuple[str, str]] = {
+    "flat": ("lakebench.workloads.flat:Flat",
+             "the seed: N children PUT under one parent container, then the parent read"),
+}
+
+DEFAULT = "flat"
+
+
+def target(name: str) -> str:
+    """The ``"module:Class"`` registered as ``name``."""
+    try:
+        return WORKLOADS[name][0]
+    except KeyError:
+        raise KeyError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None
+
+
+def load(name: str):
+    """The :class:`~lakebench.workloads.base.Scenario` class registered as ``name``."""
+    return load_target(target(name))
+
+
+def summaries() -> dict[str, str]:
+    """One line per workload, for ``lakebench run --help``.
+
+    >>> summaries()["flat"].startswith("the seed")
+    True
+    """
+    return {name: line for name, (_, line) in WORKLOADS.items()}

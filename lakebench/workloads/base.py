@@ -1,0 +1,132 @@
+"""What every workload is: its parameters, its steps, its checks.
+
+A :class:`Scenario` knows what to send to a system and what the system
+must hold afterwards; it holds no clock.  It runs through a driver
+(:mod:`lakebench.drivers`), which times each operation in one wrapper and
+collects the raw times by operation kind into an :class:`Outcome`.  The
+data every workload draws its graphs from is :class:`lakebench.workload.Workload`
+(the *data set*: child ``k`` is the same graph for every system).
+
+Every workload ends the way the seed's does: the parent container is read
+(first, right after the writes, then steady), so each row also says what a
+client listing the container waits for.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+from lakebench.workload import LDP_CONTAINS, Workload
+
+
+class NotApplicable(Exception):
+    """The system cannot take this workload (no binaries in-process, no SPARQL, ...); not a failure."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One option of a workload, offered on ``lakebench run`` as ``--NAME-WITH-DASHES``.
+
+    ``sweep``: comma-separated values are allowed, one case each (like
+    ``--literal-length``); ``parse`` turns the text of one value into it.
+    """
+
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+    sweep: bool = False
+    metavar: str | None = None
+
+    def option(self, name: str) -> str:
+        """``binary_size`` -> ``--binary-size``."""
+        return "--" + name.replace("_", "-")
+
+    def argument_type(self) -> Callable[[str], Any]:
+        """The argparse type: one value, or a comma-separated list when swept."""
+        if not self.sweep:
+            return self.parse
+
+        def values(text: str) -> list:
+            items = [t.strip() for t in text.split(",") if t.strip()]
+            if not items:
+                raise argparse.ArgumentTypeError("no value given")
+            return [self.parse(item) for item in items]
+
+        return values
+
+
+@dataclass
+class Outcome:
+    """What a driver measured on one system: raw times, counts, and how it went.
+
+    ``times`` maps an operation kind (``"create"``, ``"get parent"``,
+    ``"put binary"``, ...) to the seconds of each operation of that kind, in
+    the order they ran; every figure of a run is computed from them by
+    :func:`lakebench.results.operations_summary`.
+    """
+
+    times: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)  # operation kind -> failed operations
+    first_error: str | None = None
+    ingest_wall: float = 0.0  # wall time of the ingest loop, checkpoint reads excluded
+    generate_cpu: float = 0.0  # CPU this process spent building children (in-process: not the system's)
+    generation: dict = field(default_factory=dict)  # "generation" and "generate_seconds" of the record
+    budget_exhausted: bool = False
+    checkpoints: list[dict] = field(default_factory=list)
+    checkpoint_seconds: float = 0.0  # wall time of checkpoint reads, outside the ingest's clocks
+    retrieval: Any = None  # the parent as the last timed retrieval returned it (systems.base.Retrieval)
+    cache: str = "warm"  # what the parent retrievals really were: "cold" or "warm"
+    variants: dict | None = None  # Locust: seconds of each Prefer variant of the parent
+    details: dict = field(default_factory=dict)  # the workload's own record fields
+
+    def created(self) -> int:
+        """Children created (the ingest's timed operations)."""
+        return len(self.times.get("create", ()))
+
+
+class Scenario:
+    """Base class of a workload.  Subclasses set ``name``, ``primary`` and ``PARAMETERS``
+    and implement :meth:`run`; :meth:`not_applicable` and :meth:`record` when they need to.
+    """
+
+    name: ClassVar[str] = "?"
+    #: The operation whose times are the run's ``per_resource_ms`` and latencies.csv.
+    primary: ClassVar[str] = "create"
+    #: Options of this workload (name -> :class:`Param`), shown by ``lakebench run --help``.
+    PARAMETERS: ClassVar[dict[str, Param]] = {}
+    #: Drivers that can run it.
+    drivers: ClassVar[tuple[str, ...]] = ("client",)
+
+    def __init__(self, dataset: Workload, params: dict | None = None):
+        self.dataset = dataset
+        self.params = {name: p.default for name, p in self.PARAMETERS.items()}
+        self.params.update(params or {})
+
+    @classmethod
+    def not_applicable(cls, system_cls) -> str | None:
+        """Why a system of class ``system_cls`` cannot take this workload, or None (it can)."""
+        return None
+
+    def run(self, system, driver) -> Outcome:
+        """Send the workload to ``system`` (set up, parent created) through ``driver``."""
+        raise NotImplementedError
+
+    def record(self, outcome: Outcome, system) -> dict:
+        """Fields of the run's record beyond the common ones (what was sent and what is held)."""
+        return dict(outcome.details)
+
+
+def count_containment(retrieval) -> int:
+    """``ldp:contains`` triples of the parent in a retrieved representation."""
+    import pyoxigraph as ox
+
+    formats = {"text/turtle": ox.RdfFormat.TURTLE, "application/n-triples": ox.RdfFormat.N_TRIPLES}
+    media_type = retrieval.content_type.split(";")[0].strip()
+    parent = ox.NamedNode(retrieval.parent_uri)
+    contains = ox.NamedNode(LDP_CONTAINS)
+    return sum(
+        1
+        for quad in ox.parse(retrieval.body, format=formats[media_type], base_iri=retrieval.parent_uri)
+        if quad.predicate == contains and quad.subject == parent
+    )

@@ -1,0 +1,21 @@
+"""``flat``: the seed's workload, unchanged.
+
+N children PUT under one parent container, each a 200-triple graph of the
+data set (:mod:`lakebench.workload`), each PUT timed alone; then the parent
+retrieved.  With ``--driver locust`` Locust's users PUT the children and
+read the parent in its three ``Prefer`` variants.
+"""
+from __future__ import annotations
+
+from lakebench.workloads.base import Outcome, Scenario
+
+
+class Flat(Scenario):
+    name = "flat"
+    primary = "create"
+    drivers = ("client", "locust")
+
+    def run(self, system, driver) -> Outcome:
+        driver.ingest(system, self.dataset)
+        driver.read_parent(system)
+        return driver.outcome

@@ -17,6 +17,13 @@ class SystemFailure(RuntimeError):
     """A system could not do what was asked (server down, bad reply, ...)."""
 
 
+class NotApplicable(Exception):
+    """The system cannot do this kind of operation at all (no binaries in-process, no SPARQL, ...).
+
+    Not a failure: a workload that needs it is reported "not applicable" for the system.
+    """
+
+
 @dataclass(frozen=True)
 class Retrieval:
     """The parent's representation exactly as a client received it.
@@ -66,6 +73,54 @@ class System:
     def retrieve_parent(self) -> Retrieval:
         """Read the parent's whole representation (Turtle), as a client would."""
         raise NotImplementedError
+
+    # -- operations of the other workloads (lakebench.workloads) ---------
+    # A system that cannot do one raises NotApplicable (the default); a
+    # workload asks :meth:`supports` before it is run, so such a system's
+    # row says "not applicable" instead of failing.  Paths are relative to
+    # the repository base, like ``Child.path``.
+
+    @classmethod
+    def supports(cls, operation: str) -> bool:
+        """Whether this system implements ``operation`` (one of the methods below).
+
+        >>> System.supports("create_binary")
+        False
+        """
+        return getattr(cls, operation) is not getattr(System, operation)
+
+    def create_binary(self, path: str, data: bytes, content_type: str) -> None:
+        """Store ``data`` as a binary (LDP NonRDFSource) at ``path``, contained by its parent."""
+        raise NotApplicable(f"{self.name} stores no binaries")
+
+    def get_binary(self, path: str) -> bytes:
+        """The bytes of the binary at ``path``."""
+        raise NotApplicable(f"{self.name} stores no binaries")
+
+    def create_container(self, path: str) -> None:
+        """Create an empty container at ``path``, contained by the container its parent path names."""
+        raise NotApplicable(f"{self.name} has no containers")
+
+    def list_container(self, path: str) -> Retrieval:
+        """Read the container at ``path`` as a client lists it (its ``ldp:contains`` included)."""
+        raise NotApplicable(f"{self.name} has no containers")
+
+    def create_resource(self, child: Child, path: str) -> None:
+        """Store ``child``'s graph at ``path`` (not necessarily under the workload's parent)."""
+        raise NotApplicable(f"{self.name} cannot place a graph at a path")
+
+    def get_resource(self, path: str) -> Retrieval:
+        """Read the RDF resource at ``path`` (its own triples, as N-Triples or Turtle)."""
+        raise NotApplicable(f"{self.name} cannot read one resource")
+
+    def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
+        """In the resource at ``path``, replace each ``(predicate IRI, old literal, new literal)``:
+        over HTTP one SPARQL Update PATCH, in-process the same change through the store's API."""
+        raise NotApplicable(f"{self.name} cannot update a resource")
+
+    def query(self, sparql: str) -> list[tuple]:
+        """The rows of a SPARQL SELECT over the repository's union of graphs, as tuples of strings."""
+        raise NotApplicable(f"{self.name} has no SPARQL")
 
     # -- facts the runner reads outside the clock -----------------------
     def triples_total(self, children: int | None = None) -> int | None:

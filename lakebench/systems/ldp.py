@@ -16,7 +16,7 @@ from __future__ import annotations
 import urllib3
 
 from lakebench.systems.base import HttpSystem, Retrieval, SystemFailure
-from lakebench.workload import Child
+from lakebench.workload import Child, escape_string
 
 TURTLE = "text/turtle"
 
@@ -60,6 +60,44 @@ class LdpSystem(HttpSystem):
             content_type=response.headers.get("Content-Type", TURTLE),
         )
 
+    def create_binary(self, path: str, data: bytes, content_type: str) -> None:
+        url = self.base_url + path
+        response = self._request("PUT", url, body=data, headers={"Content-Type": content_type})
+        expect(response, "PUT", url, (200, 201, 204))
+
+    def get_binary(self, path: str) -> bytes:
+        url = self.base_url + path
+        response = self._request("GET", url)
+        expect(response, "GET", url, (200,))
+        return response.data
+
+    def create_container(self, path: str) -> None:
+        url = self.base_url + path
+        response = self._request("PUT", url, body=b"", headers={"Content-Type": TURTLE})
+        expect(response, "PUT", url, (200, 201, 204))
+
+    def list_container(self, path: str) -> Retrieval:
+        return self.get_resource(path)
+
+    def create_resource(self, child: Child, path: str) -> None:
+        url = self.base_url + path
+        body = self.prepare(child).turtle
+        response = self._request("PUT", url, body=body, headers={"Content-Type": TURTLE})
+        expect(response, "PUT", url, (200, 201, 204))
+
+    def get_resource(self, path: str) -> Retrieval:
+        url = self.base_url + path
+        response = self._request("GET", url, headers={"Accept": TURTLE})
+        expect(response, "GET", url, (200,))
+        return Retrieval(body=response.data, parent_uri=url,
+                         content_type=response.headers.get("Content-Type", TURTLE))
+
+    def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
+        url = self.base_url + path
+        response = self._request("PATCH", url, body=sparql_update(replacements),
+                                 headers={"Content-Type": "application/sparql-update"})
+        expect(response, "PATCH", url, (200, 204))
+
     def pid(self) -> int | None:
         return self.server_pid
 
@@ -70,6 +108,18 @@ class LdpSystem(HttpSystem):
         http = getattr(self, "http", None)
         if http is not None:
             http.clear()
+
+
+def sparql_update(replacements: list[tuple[str, str, str]]) -> bytes:
+    """The SPARQL Update replacing ``(predicate, old, new)`` literals of the resource (``<>``).
+
+    >>> print(sparql_update([("http://x/p", 'a"b', "c")]).decode())
+    DELETE DATA { <> <http://x/p> "a\\"b" . } ;
+    INSERT DATA { <> <http://x/p> "c" . }
+    """
+    deleted = " ".join(f'<> <{p}> "{escape_string(old)}" .' for p, old, _ in replacements)
+    inserted = " ".join(f'<> <{p}> "{escape_string(new)}" .' for p, _, new in replacements)
+    return f"DELETE DATA {{ {deleted} }} ;\nINSERT DATA {{ {inserted} }}".encode("utf-8")
 
 
 def new_pool() -> urllib3.PoolManager:

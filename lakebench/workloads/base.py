@@ -17,11 +17,10 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+from lakebench.systems.base import NotApplicable
 from lakebench.workload import LDP_CONTAINS, Workload
 
-
-class NotApplicable(Exception):
-    """The system cannot take this workload (no binaries in-process, no SPARQL, ...); not a failure."""
+__all__ = ["NotApplicable", "Outcome", "Param", "Scenario", "count_containment", "needs"]
 
 
 @dataclass(frozen=True)
@@ -103,10 +102,13 @@ class Scenario:
         self.params = {name: p.default for name, p in self.PARAMETERS.items()}
         self.params.update(params or {})
 
+    #: The :class:`~lakebench.systems.base.System` operations this workload calls.
+    needs: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def not_applicable(cls, system_cls) -> str | None:
         """Why a system of class ``system_cls`` cannot take this workload, or None (it can)."""
-        return None
+        return needs(system_cls, cls.needs)
 
     def run(self, system, driver) -> Outcome:
         """Send the workload to ``system`` (set up, parent created) through ``driver``."""
@@ -115,6 +117,19 @@ class Scenario:
     def record(self, outcome: Outcome, system) -> dict:
         """Fields of the run's record beyond the common ones (what was sent and what is held)."""
         return dict(outcome.details)
+
+
+def needs(system_cls, operations) -> str | None:
+    """Why ``system_cls`` cannot run ``operations`` (the first it lacks), or None.
+
+    >>> from lakebench.systems.memory import MemorySystem
+    >>> needs(MemorySystem, ["create_binary"])
+    'memory has no create_binary'
+    """
+    for operation in operations:
+        if not system_cls.supports(operation):
+            return f"{system_cls.name} has no {operation}"
+    return None
 
 
 def count_containment(retrieval) -> int:

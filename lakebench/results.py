@@ -117,6 +117,8 @@ _FIGURES = {
     "variant": Field("str"),
     "operations": Field({"*": Field(_OPERATION)}),
     "first_error": Field("str"),
+    "sent": Field({"*": Field("int")}),
+    "held": Field({"*": Field("int", null=True)}),
     "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),

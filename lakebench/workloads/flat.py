@@ -7,7 +7,7 @@ read the parent in its three ``Prefer`` variants.
 """
 from __future__ import annotations
 
-from lakebench.workloads.base import Outcome, Scenario
+from lakebench.workloads.base import Outcome, Scenario, count_containment
 
 
 class Flat(Scenario):
@@ -19,3 +19,8 @@ class Flat(Scenario):
         driver.ingest(system, self.dataset)
         driver.read_parent(system)
         return driver.outcome
+
+    def record(self, outcome: Outcome, system) -> dict:
+        created = outcome.created()
+        return {"sent": {"children": created, "triples": created * self.dataset.triples},
+                "held": {"children": count_containment(outcome.retrieval)}}

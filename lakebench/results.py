@@ -178,6 +178,10 @@ FIELDS = {
         "lmdb_c": Field("str", null=True),
         "java": Field("str", null=True),
         "load_average": Field([Field("number")]),
+        "lakebench_version": Field("str", null=True),
+        "lakebench_commit": Field("str", null=True),
+        "disk": Field({"device": Field("str", null=True), "filesystem": Field("str", null=True),
+                       "rotational": Field("bool", null=True), "size_bytes": Field("int", null=True)}),
     }),
     "workload": Field({
         "children": Field("int"),

@@ -526,7 +526,7 @@ def run(config: RunConfig, log=print) -> dict:
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": config.command,
-        "environment": environment.describe(),
+        "environment": environment.describe(out),
         "workload": workload,
         "settings": {
             "repeat": config.repeat,

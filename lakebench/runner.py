@@ -222,7 +222,7 @@ def _measure(system, scenario, spec: dict, events: _Events) -> dict:
     record.update(results.latency_summary(primary))
     record.update(
         {
-            "workload": {"name": scenario.name, "params": scenario.params},
+            "workload": {"name": scenario.name, "primary": scenario.primary, "params": scenario.params},
             "children": created,
             "children_requested": scenario.dataset.children,
             "budget_exhausted": outcome.budget_exhausted,

@@ -149,7 +149,7 @@ class ClientDriver:
             if bar is not None:
                 bar.update(1)
                 if index % 200 == 0:
-                    bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
+                    bar.set_postfix_str(f"last child {latencies[-1] * 1000:.2f} ms", refresh=False)
             if budget is not None and ingest_seconds >= budget and created < dataset.children:
                 outcome.budget_exhausted = True  # the final retrieval measures this size: no checkpoint here
                 break

@@ -454,7 +454,10 @@ def _summary_line(record: dict, primary: str) -> str:
                if record.get("budget_exhausted") else "")
     unit = "child" if primary == "create" else primary
     errors = sum(op.get("errors", 0) for op in (record.get("operations") or {}).values())
-    return (f"   {stopped}{record['ingest_seconds']:.1f} s ingest, "
+    # The timed calls alone: the progress bar's elapsed time also counts
+    # building the children and the checkpoints.
+    return (f"   {stopped}{record['ingest_seconds']:.1f} s in timed calls "
+            f"({record['ingest_wall_seconds']:.1f} s wall), "
             f"{record['per_resource_ms']['mean']:.2f} ms per {unit}, "
             f"parent {record['parent']['seconds'] * 1000:.1f} ms"
             + (f", {errors:,} operations refused (first: {record.get('first_error')})" if errors else ""))

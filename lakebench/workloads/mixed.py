@@ -35,11 +35,16 @@ DURATION = Bounded(float, 1, 86_400)
 OPERATIONS = Bounded(int, 0, 10_000_000)
 
 
-def _weights(text: str) -> dict[str, int]:
+def _weights(text: str) -> str:
+    """``--weights``, checked and written out whole (a string: a run's cases are hashed by their parameters).
+
+    >>> _weights("get=1, create=2")
+    'create=2,patch=0,get=1,parent=0'
+    """
     from lakebench.locust.mixed import parse_weights
 
     try:
-        return parse_weights(text)
+        return ",".join(f"{name}={weight}" for name, weight in parse_weights(text).items())
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -62,8 +67,10 @@ class Mixed(Scenario):
 
     def __init__(self, dataset, params=None):
         super().__init__(dataset, params)
-        if isinstance(self.params["weights"], str):  # as results.json holds them
-            self.params["weights"] = _weights(self.params["weights"])
+        if isinstance(self.params["weights"], str):  # results.json holds them as a dict
+            from lakebench.locust.mixed import parse_weights
+
+            self.params["weights"] = parse_weights(self.params["weights"])
         if self.params["operations"]:
             self.params["duration"] = None  # the count ends the run, not a clock
         weights = self.params["weights"]

@@ -174,10 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"keep monitoring this long after the load, {TAIL_SECONDS.range} s (default: 3)")
     run.add_argument("--interval", type=INTERVAL, default=0.5,
                      help=f"monitor sampling interval, {INTERVAL.range} s (default: 0.5)")
-    run.add_argument("--driver", choices=("client", "locust"), default="client",
-                     help="how HTTP systems are driven: lakebench's own client, one child at a time "
-                     "(default), or Locust as a library, which also reads the parent in its three "
-                     "Prefer variants")
+    run.add_argument("--driver", choices=("client", "locust"), default=None,
+                     help="how HTTP systems are driven: lakebench's own client, one child at a time, "
+                     "or Locust as a library, which also reads the parent in its three Prefer variants "
+                     "(default: client, or locust for a workload that runs with Locust only)")
     run.add_argument("--users", type=USERS, default=1,
                      help=f"concurrent Locust users with --driver locust, {USERS.range} (default: 1)")
     _add_workload_options(run)
@@ -227,7 +227,12 @@ def cmd_run(args) -> int:
                                   parent=args.parent)
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
-    if args.driver == "locust":
+    scenario = workloads.load(args.workload)
+    if args.driver is None:  # the workload's own driver: client, or locust for a Locust-only workload
+        args.driver = scenario.drivers[0]
+    # A workload that also runs with the client refuses in-process systems under Locust; one that runs
+    # under Locust only records them "not applicable", like any system lacking what a workload needs.
+    if args.driver == "locust" and "client" in scenario.drivers:
         in_process = [n for n in args.systems if not issubclass(systems.load(n), HttpSystem)]
         if in_process:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "

@@ -14,6 +14,8 @@ from lakebench.systems import load_target
 WORKLOADS: dict[str, tuple[str, str]] = {
     "flat": ("lakebench.workloads.flat:Flat",
              "the seed: N children PUT under one parent container, then the parent read"),
+    "binaries": ("lakebench.workloads.binaries:Binaries",
+                 "N binaries of --binary-size bytes PUT under one container, a sample read back and verified"),
 }
 
 DEFAULT = "flat"

@@ -35,8 +35,9 @@ def test_the_run_succeeds_and_says_what_was_verified(cli_run):
     done, _ = cli_run
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
-    assert "binaries: lmdb-http (binary_size=1024): 20 x 1,024 B" in done.stdout
-    assert "20 of 20 read back verified, 0 mismatched" in done.stdout
+    assert ("lmdb-http (binary_size=1024): 20 binaries of 1,024 B: PUT " in done.stdout
+            and "; 20 of 20 read back verified, 0 mismatched" in done.stdout)
+    assert "memory (binary_size=65536): not run: not applicable: memory has no create_binary" in done.stdout
 
 
 def test_one_case_per_size_each_verified(cli_run):
@@ -48,7 +49,7 @@ def test_one_case_per_size_each_verified(cli_run):
     for entry in lmdb:
         size = SIZES[entry["variant"]]
         assert entry["status"] == "ok", entry.get("error")
-        assert entry["workload"] == {"name": "binaries", "params": {"binary_size": size}}
+        assert entry["workload"] == {"name": "binaries", "primary": "put binary", "params": {"binary_size": size}}
         binaries = entry["binaries"]
         assert binaries["size_bytes"] == size and binaries["count"] == 20
         assert binaries["sampled"] == 20 and binaries["verified"] == 20 and binaries["mismatched"] == 0

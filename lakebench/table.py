@@ -208,7 +208,7 @@ def notes(document: dict) -> list[str]:
                 lines.append(binaries_note(label, e["binaries"]))
             value, basis = figures.bytes_per_triple(e, per_child)
             sent_divisor = sent_divisor or (value is not None and basis == "sent")
-    if sent_divisor:
+    if sent_divisor and document.get("workload", {}).get("name", "flat") == "flat":  # the only B/triple column
         lines.append("B/triple*: the server does not count its triples; divided by the triples sent")
     return lines
 

@@ -119,7 +119,8 @@ def test_lost_and_altered_binaries_show(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("size, message", [("0", "must be from 1 to 256M, got 0"),
-                                           ("1Q", "not a size"), ("257M", "must be from 1 to 256M")])
+                                           ("1Q", "not a size"), ("257M", "must be from 1 to 256M"),
+                                           ("1K,1024", "a value is given twice: 1K,1024")])
 def test_a_size_out_of_range_is_one_line(size, message):
     line = _refused(lakebench("run", "--workload", "binaries", "--systems", "lmdb-http", "--children", "2",
                               "--binary-size", size, "--tail-seconds", "0", "--quiet"))

@@ -198,3 +198,51 @@ def http_url(text: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"not an http:// or https:// URL with a host: {text!r}")
     return text.strip()
+
+
+_BYTE_SIZE = re.compile(r"([0-9]{1,15})\s*(?:([kmg])(?:i?b)?|b)?", re.IGNORECASE)
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size_text(size: int) -> str:
+    """``65536`` -> ``'64K'``, ``16777216`` -> ``'16M'``, ``1000`` -> ``'1000'``: as a size reads in --help."""
+    for unit in ("G", "M", "K"):
+        scale = _BYTE_UNITS[unit.lower()]
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
+class ByteSize(Bounded):
+    """An argparse ``type``: a number of bytes, written ``1K``, ``64K``, ``16M``, ``1G`` (powers of
+    1024; ``KiB``/``KB`` read as ``K``) or plain bytes, from ``lo`` to ``hi``.
+
+    >>> size = ByteSize(1, 256 << 20)
+    >>> size("1K"), size("64k"), size("16M"), size("1000"), size.range
+    (1024, 65536, 16777216, 1000, '1 to 256M')
+    >>> size("1Q")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: not a size (bytes, or a number then K, M or G, e.g. 64K): '1Q'
+    >>> size("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be from 1 to 256M, got 0
+    """
+
+    def __init__(self, lo: int, hi: int):
+        super().__init__(int, lo, hi)
+        self.__name__ = "size"
+
+    @property
+    def range(self) -> str:
+        return f"{size_text(self.lo)} to {size_text(self.hi)}"
+
+    def __call__(self, text: str) -> int:
+        match = _BYTE_SIZE.fullmatch(text.strip())
+        if not match:
+            raise argparse.ArgumentTypeError(f"not a size (bytes, or a number then K, M or G, e.g. 64K): {text!r}")
+        size = int(match[1]) * _BYTE_UNITS[(match[2] or "").lower()]
+        if not self.lo <= size <= self.hi:
+            raise argparse.ArgumentTypeError(f"must be from {self.range}, got {text.strip()}")
+        return size

@@ -204,11 +204,29 @@ def notes(document: dict) -> list[str]:
             if refused:
                 lines.append(f"{label}: refused " + ", ".join(f"{n:,} {k}" for k, n in refused.items())
                              + (f"; first: {e['first_error']}" if e.get("first_error") else ""))
+            if e.get("binaries"):
+                lines.append(binaries_note(label, e["binaries"]))
             value, basis = figures.bytes_per_triple(e, per_child)
             sent_divisor = sent_divisor or (value is not None and basis == "sent")
-    if sent_divisor:
+    if sent_divisor and document.get("workload", {}).get("name", "flat") == "flat":  # the only B/triple column
         lines.append("B/triple*: the server does not count its triples; divided by the triples sent")
     return lines
+
+
+def binaries_note(label: str, binaries: dict) -> str:
+    """The ``binaries`` workload's figures of one entry: MB/s each way, and what was read back.
+
+    >>> print(binaries_note("a", {"size_bytes": 1024, "count": 20, "put_mb_per_s": 0.32, "get_mb_per_s": 1.9,
+    ...                           "sampled": 20, "verified": 20, "mismatched": 0}))
+    a: 20 binaries of 1,024 B: PUT 0.32 MB/s, GET 1.9 MB/s; 20 of 20 read back verified, 0 mismatched
+    """
+    def rate(value):
+        return figures.DASH if value is None else f"{value:.3g} MB/s"
+
+    return (f"{label}: {binaries['count']:,} binaries of {binaries['size_bytes']:,} B: "
+            f"PUT {rate(binaries.get('put_mb_per_s'))}, GET {rate(binaries.get('get_mb_per_s'))}; "
+            f"{binaries.get('verified', 0)} of {binaries.get('sampled', 0)} read back verified, "
+            f"{binaries.get('mismatched', 0)} mismatched")
 
 
 #: Above this share of a system's ingest wall time, building the children is

@@ -16,6 +16,8 @@ WORKLOADS: dict[str, tuple[str, str]] = {
              "the seed: N children PUT under one parent container, then the parent read"),
     "mixed": ("lakebench.workloads.mixed:Mixed",
               "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
+    "binaries": ("lakebench.workloads.binaries:Binaries",
+                 "N binaries of --binary-size bytes PUT under one container, a sample read back and verified"),
 }
 
 DEFAULT = "flat"

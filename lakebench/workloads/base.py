@@ -50,7 +50,10 @@ class Param:
             items = [t.strip() for t in text.split(",") if t.strip()]
             if not items:
                 raise argparse.ArgumentTypeError("no value given")
-            return [self.parse(item) for item in items]
+            values = [self.parse(item) for item in items]
+            if len(set(values)) != len(values):  # 1K,1024: one case twice, as BoundedList refuses
+                raise argparse.ArgumentTypeError(f"a value is given twice: {text}")
+            return values
 
         return values
 

@@ -280,8 +280,10 @@ def cmd_run(args) -> int:
     print()
     sizes = ",".join(f"{n}" for n in args.children)
     lengths = ",".join(f"{n}" for n in args.literal_length)
-    print(f"Reference: {document['reference']} = 100% (per case).  {sizes} children x "
-          f"{args.triples} triples, {lengths}-character literals, seed {args.seed}."
+    given = "".join(f", {key.replace('_', '-')} {_shown(value)}" for key, value in params.items())
+    print(f"Workload: {args.workload}{given}.  Data set: {sizes} children x {args.triples} triples, "
+          f"{lengths}-character literals, seed {args.seed}.  Reference: {document['reference']} "
+          "(relative columns, per case)."
           + (f"  Budget: {duration_text(args.budget)} of ingest per system and case."
              if args.budget is not None else ""))
     print(table.text(document, wide=args.wide))
@@ -290,6 +292,10 @@ def cmd_run(args) -> int:
         print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] == "failed"]  # skipped is not a failure
     return 1 if failed else 0
+
+
+def _shown(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _chosen_workload_parameters(args) -> dict:

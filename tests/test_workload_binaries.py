@@ -38,7 +38,7 @@ def test_the_run_succeeds_and_says_what_was_verified(cli_run):
     assert ("lmdb-http (binary_size=1024): 20 binaries of 1,024 B: PUT " in done.stdout
             and "; 20 of 20 read back verified, 0 mismatched" in done.stdout)
     assert "B/triple" not in done.stdout  # no graphs were sent: no bytes per triple, nor a note about them
-    assert "memory (binary_size=65536): not run: not applicable: memory has no create_binary" in done.stdout
+    assert "memory (binary_size=65536): not run: not applicable: memory stores no binaries" in done.stdout
 
 
 def test_one_case_per_size_each_verified(cli_run):

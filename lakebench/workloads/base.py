@@ -127,12 +127,21 @@ def needs(system_cls, operations) -> str | None:
 
     >>> from lakebench.systems.memory import MemorySystem
     >>> needs(MemorySystem, ["create_binary"])
-    'memory has no create_binary'
+    'memory stores no binaries'
     """
     for operation in operations:
         if not system_cls.supports(operation):
-            return f"{system_cls.name} has no {operation}"
+            return f"{system_cls.name} {_LACKS.get(operation, f'has no {operation}')}"
     return None
+
+
+#: How a row says what a system lacks.
+_LACKS = {
+    "create_binary": "stores no binaries", "get_binary": "stores no binaries",
+    "create_container": "has no containers", "list_container": "has no containers",
+    "create_resource": "cannot place a graph at a path", "get_resource": "cannot read one resource",
+    "replace_literals": "cannot update a resource", "query": "has no SPARQL endpoint",
+}
 
 
 def count_containment(retrieval) -> int:

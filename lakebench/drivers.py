@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 from typing import Any, Callable
 
 from lakebench.monitor import directory_bytes, tree_rss_bytes
@@ -235,22 +236,48 @@ class LocustDriver:
 
     def ingest(self, system, dataset: Workload) -> None:
         from lakebench.locust.driver import ingest_with_locust
+        from lakebench.locust.record import over_time
 
         if not isinstance(system, HttpSystem):
             raise NotApplicable(f"--driver locust drives HTTP systems only; {self.spec['system']} runs in-process")
         self.phase("ingest")
+        users = self.spec.get("users", 1)
+        bar = _progress_bar(dataset.children, f"{self.spec['system']} ({users} users)",
+                            self.spec.get("progress", False))
+
+        def progress(done: int) -> None:  # from a greenlet beside the users, twice a second
+            self.events.send("progress", children=done)
+            if bar is not None:
+                bar.update(done - bar.n)
+
         wall_start = time.perf_counter()
-        out = ingest_with_locust(system.base_url, dataset, users=self.spec.get("users", 1),
-                                 budget_seconds=self.spec.get("budget_seconds"))
-        self.outcome.ingest_wall += time.perf_counter() - wall_start
-        if out["failures"]:
-            first = out["failures"][0]
-            raise RuntimeError(f"{len(out['failures'])} PUTs failed under Locust, the first: {first}")
-        self.outcome.times["create"] = list(out["latencies"])
+        out = ingest_with_locust(system.base_url, dataset, users=users,
+                                 budget_seconds=self.spec.get("budget_seconds"), on_progress=progress)
+        wall = time.perf_counter() - wall_start
+        self.outcome.ingest_wall += wall
+        if bar is not None:
+            bar.close()
+        records = out["requests"]  # completion order
+        failed = [r for r in records if not r["ok"]]
+        # A load test's refusals are a result: counted by kind, the run goes on.
+        kinds = Counter(r.get("error") or f"HTTP {r.get('status')}" for r in failed)
+        if failed:
+            self.outcome.errors["create"] = len(failed)
+            self.outcome.first_error = f"create: {failed[0].get('error') or 'HTTP ' + str(failed[0].get('status'))}"
+        self.outcome.times["create"] = [r["seconds"] for r in records if r["ok"]]
         self.outcome.budget_exhausted = bool(out.get("budget_exhausted"))
         self.outcome.generation = {"generation": "users",
                                    "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
-        self.events.send("progress", children=len(out["latencies"]))
+        self.outcome.details["load"] = {
+            "users": users,
+            "spawn_rate": users,  # all users start at once
+            "requests": len(records),
+            "failures": len(failed),
+            "failure_kinds": dict(kinds),
+            "throughput_per_s": round(len(records) / wall, 3) if wall > 0 else None,
+            "over_time": over_time(records),
+        }
+        self.events.send("progress", children=len(records) - len(failed))
         self._retrievals = out["retrievals"]
 
     def read_parent(self, system) -> None:

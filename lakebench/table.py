@@ -50,7 +50,13 @@ def flat_columns(document: dict) -> list[Column]:
         value, basis = figures.bytes_per_triple(e, per_child)
         return "–" if value is None else f"{value:.0f}" + ("*" if basis == "sent" else "")
 
-    return [
+    load = [] if not any(e.get("load") for e in document["systems"]) else [
+        # A Locust ingest is a load test: its rate and its refusals come first.
+        Column("users", lambda e: figures.count((e.get("load") or {}).get("users")), 1),
+        Column("PUT/s", lambda e: figures.rate((e.get("load") or {}).get("throughput_per_s")), 1),
+        Column("failures", lambda e: figures.count((e.get("load") or {}).get("failures")), 1),
+    ]
+    return load + [
         Column("per child", lambda e: figures.millis(e["per_resource_ms"]["mean"],
                                                      _std(e, "per_resource_ms.mean")), 0),
         Column(f"time/{ref}", _vs("per_resource_ms.mean"), 1),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from lakebench.locust import LoadTestError
 from lakebench.locust.coordination import LocalCoordinator
@@ -13,7 +14,8 @@ from lakebench.workload import Workload
 def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_rate: float | None = None,
                        server_pid: int | None = None, data_dir: str | os.PathLike | None = None, *,
                        monitor_interval: float = 0.5, monitor_tail: float = 0.0, first_alone: bool = True,
-                       timeout: float | None = None, budget_seconds: float | None = None) -> dict:
+                       timeout: float | None = None, budget_seconds: float | None = None,
+                       on_progress: Callable[[int], None] | None = None) -> dict:
     """Ingest ``workload`` into the LDP server at ``base_url`` with Locust as a library.
 
     The same ``IngestUser`` as ``locustfiles/ingest.py``, in a local
@@ -29,6 +31,7 @@ def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_
     ``budget_seconds``: no child is dispensed once the ingest time reaches
     it (see :class:`~lakebench.locust.options.IngestConfig`); the result's
     ``budget_exhausted`` says whether it did before the last child.
+    ``on_progress(n)``: called twice a second with the PUTs completed so far.
     Raises :class:`~lakebench.locust.LoadTestError` if the parent exists
     already or the run does not finish within ``timeout`` seconds.  Imports
     Locust, which monkey-patches this process with gevent: call it in a
@@ -47,11 +50,19 @@ def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_
     coordinator = LocalCoordinator(environment)
     environment.lakebench = coordinator
     environment.events.test_start.add_listener(lambda **_kw: coordinator.test_start(config))
+    def report_progress():
+        while True:
+            on_progress(len(coordinator.ledger.records) if coordinator.ledger is not None else 0)
+            gevent.sleep(0.5)
+
+    reporter = gevent.spawn(report_progress) if on_progress is not None else None
     try:
         runner.start(users, spawn_rate or users)
         if not runner.greenlet.join(timeout=timeout):
             coordinator.error = coordinator.error or f"did not finish in {timeout} s"
     finally:
+        if reporter is not None:
+            reporter.kill()
         runner.quit()  # no-op if the run finished; else stops the users
         gevent.sleep(0)
     if coordinator.error and coordinator.ledger is not None and not coordinator.ledger.records:

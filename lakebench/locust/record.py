@@ -36,6 +36,32 @@ def summarize(records: list[dict]) -> dict:
     return out
 
 
+def over_time(records: list[dict], step: float = 1.0) -> list[dict]:
+    """Requests by the second they completed in, as Locust's own charts draw them: ``t`` (seconds
+    from the first request's start), ``requests``, ``failures``, and ``p50_ms``/``p95_ms`` of those
+    that completed in that step.
+
+    >>> rows = over_time([{"ok": True, "seconds": 0.1, "start": 0.0, "end": 0.1},
+    ...                   {"ok": False, "seconds": 0.3, "start": 0.9, "end": 1.2}])
+    >>> [(r["t"], r["requests"], r["failures"], r["p50_ms"]) for r in rows]
+    [(0.0, 1, 0, 100.0), (1.0, 1, 1, 300.0)]
+    """
+    if not records:
+        return []
+    origin = min(r["start"] for r in records)
+    steps: dict[int, list[dict]] = {}
+    for r in records:
+        steps.setdefault(int((r["end"] - origin) // step), []).append(r)
+    rows = []
+    for n in range(max(steps) + 1):
+        done = steps.get(n, [])
+        seconds = sorted(r["seconds"] for r in done)
+        rows.append({"t": round(n * step, 3), "requests": len(done), "failures": sum(not r["ok"] for r in done),
+                     "p50_ms": round(percentile(seconds, 50) * 1000, 3) if seconds else None,
+                     "p95_ms": round(percentile(seconds, 95) * 1000, 3) if seconds else None})
+    return rows
+
+
 def write_record(result: dict, out: str | os.PathLike) -> None:
     """Write ``result`` to ``out`` as JSON (atomically), without the retrieved bodies."""
     doc = dict(result)

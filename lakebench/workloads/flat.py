@@ -21,6 +21,7 @@ class Flat(Scenario):
         return driver.outcome
 
     def record(self, outcome: Outcome, system) -> dict:
-        created = outcome.created()
-        return {"sent": {"children": created, "triples": created * self.dataset.triples},
+        sent = outcome.created() + outcome.errors.get("create", 0)  # a refused PUT was sent too
+        return {**outcome.details,
+                "sent": {"children": sent, "triples": sent * self.dataset.triples},
                 "held": {"children": count_containment(outcome.retrieval)}}

@@ -14,6 +14,9 @@ from lakebench.systems import load_target
 WORKLOADS: dict[str, tuple[str, str]] = {
     "flat": ("lakebench.workloads.flat:Flat",
              "the seed: N children PUT under one parent container, then the parent read"),
+    "deep": ("lakebench.workloads.deep:Deep",
+             "a hierarchy of containers (depth x fan-out), one leaf each at the bottom; "
+             "top, middle and leaf read as it grows"),
 }
 
 DEFAULT = "flat"

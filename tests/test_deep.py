@@ -1,4 +1,4 @@
-"""The ``deep`` workload: a small hierarchy on lmdb-http (binary leaves) and lmdb (RDF leaves)."""
+"""The ``deep`` workload: a small hierarchy, binary leaves over HTTP, RDF leaves in-process."""
 from __future__ import annotations
 
 import pytest
@@ -14,12 +14,13 @@ DEEP = ["--workload", "deep", "--depth", "2", "--fan-out", "4", "--batch", "4", 
 @pytest.fixture(scope="module")
 def document(tmp_path_factory):
     out = tmp_path_factory.mktemp("deep")
-    done = lakebench("run", *DEEP, "--systems", "lmdb-http,lmdb", "--out", str(out), timeout=180)
+    done = lakebench("run", *DEEP, "--systems", "lmdb-http,lmdb,oxigraph,memory", "--out", str(out), timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return results.load(out)
 
 
-@pytest.mark.parametrize("name, leaf", [("lmdb-http", "binary"), ("lmdb", "rdf")])
+@pytest.mark.parametrize("name, leaf", [("lmdb-http", "binary"), ("lmdb", "rdf"), ("oxigraph", "rdf"),
+                                        ("memory", "rdf")])
 def test_the_tree_is_built_read_and_held(document, name, leaf):
     entry = next(s for s in document["systems"] if s["name"] == name)
     assert entry["status"] == "ok", entry.get("error")

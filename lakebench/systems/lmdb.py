@@ -68,8 +68,9 @@ class LmdbSystem(System):
         self.store.ingest(ntriples, uri, extra=[(up, CONTAINS, uri, up)])
 
     def get_resource(self, path: str) -> Retrieval:
-        body = self.store.serialize(graph=self._iri(path), format="turtle")
-        return Retrieval(body=body, parent_uri=self.workload.base + path)
+        uri = self.workload.base + path
+        body = self.store.serialize(graph=iri(uri), format="nt")
+        return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)

@@ -3,6 +3,8 @@ from pathlib import Path
 
 project = "lakebench"
 author = "lakebench developers"
+# Without it the theme's footer reads "Copyright ©" and nothing more.
+copyright = "2026, the lakebench developers"
 extensions = []
 html_theme = "furo"
 exclude_patterns = ["_build"]

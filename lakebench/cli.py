@@ -11,7 +11,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from lakebench import __version__, results, systems, workload, workloads
+from lakebench import __version__, results, systems, table, workload, workloads
 from lakebench.argtypes import JVM_HEAP, Bounded, BoundedList, Duration, duration_text, http_url
 
 
@@ -66,6 +66,8 @@ def _system_list(text: str) -> list[str]:
 
 
 DEFAULT_SYSTEMS = "lmdb-nosync,lmdb,oxigraph,memory"
+WIDE_HELP = ("every column of the summary table; without it, the columns that fit the terminal (COLUMNS, "
+             "else its width, else 100), the most telling first")
 
 
 def _system_option(text: str) -> tuple[str, str]:
@@ -172,21 +174,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"keep monitoring this long after the load, {TAIL_SECONDS.range} s (default: 3)")
     run.add_argument("--interval", type=INTERVAL, default=0.5,
                      help=f"monitor sampling interval, {INTERVAL.range} s (default: 0.5)")
-    run.add_argument("--driver", choices=("client", "locust"), default="client",
-                     help="how HTTP systems are driven: lakebench's own client, one child at a time "
-                     "(default), or Locust as a library, which also reads the parent in its three "
-                     "Prefer variants")
+    run.add_argument("--driver", choices=("client", "locust"), default=None,
+                     help="how HTTP systems are driven: lakebench's own client, one child at a time, "
+                     "or Locust as a library, which also reads the parent in its three Prefer variants "
+                     "(default: client, or locust for a workload that runs with Locust only)")
     run.add_argument("--users", type=USERS, default=1,
                      help=f"concurrent Locust users with --driver locust, {USERS.range} (default: 1)")
     _add_workload_options(run)
     run.add_argument("--keep-data", action="store_true",
                      help="keep each system's data directory under OUT/data")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--wide", action="store_true", help=WIDE_HELP)
     run.set_defaults(func=cmd_run)
 
-    table = sub.add_parser("table", help="print the summary table of a results directory")
-    table.add_argument("results_dir", type=Path, help="a directory written by 'lakebench run'")
-    table.set_defaults(func=cmd_table)
+    show = sub.add_parser("table", help="print the summary table of a results directory")
+    show.add_argument("results_dir", type=Path, help="a directory written by 'lakebench run'")
+    show.add_argument("--wide", action="store_true", help=WIDE_HELP)
+    show.set_defaults(func=cmd_table)
 
     check = sub.add_parser(
         "check", help="verify an LMDB store: indices agree, every id resolves, counts match",
@@ -223,7 +227,12 @@ def cmd_run(args) -> int:
                                   parent=args.parent)
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
-    if args.driver == "locust":
+    scenario = workloads.load(args.workload)
+    if args.driver is None:  # the workload's own driver: client, or locust for a Locust-only workload
+        args.driver = scenario.drivers[0]
+    # A workload that also runs with the client refuses in-process systems under Locust; one that runs
+    # under Locust only records them "not applicable", like any system lacking what a workload needs.
+    if args.driver == "locust" and "client" in scenario.drivers:
         in_process = [n for n in args.systems if not issubclass(systems.load(n), HttpSystem)]
         if in_process:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
@@ -275,9 +284,9 @@ def cmd_run(args) -> int:
           f"{args.triples} triples, {lengths}-character literals, seed {args.seed}."
           + (f"  Budget: {duration_text(args.budget)} of ingest per system and case."
              if args.budget is not None else ""))
-    print(results.format_table(results.summary_rows(document)))
-    print(f"\nResults: {out / 'results.json'}  (per-child latencies: {out / 'latencies.csv'})")
-    for line in results.generation_lines(document):  # the harness's own share, when it is large
+    print(table.text(document, wide=args.wide))
+    print(f"\nResults: {out / 'results.json'}  (per-operation latencies: {out / 'latencies.csv'})")
+    for line in table.generation_lines(document):  # the harness's own share, when it is large
         print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] == "failed"]  # skipped is not a failure
     return 1 if failed else 0
@@ -310,7 +319,7 @@ def cmd_table(args) -> int:
         document = results.load(args.results_dir)
     except results.ResultsError as exc:
         raise UsageError(f"lakebench table: error: {exc}") from None
-    print(results.format_table(results.summary_rows(document)))
+    print(table.text(document, wide=args.wide))
     return 0
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lakebench import results
-from lakebench.report import fmt
+from lakebench import figures, results, table
+
 
 DEFAULT_THRESHOLD = 1.10
 #: A difference within this many combined standard deviations is noise.
@@ -32,12 +32,12 @@ NOISE_SIGMAS = 2.0
 
 #: (path in a system entry, label, how a value and its std print); all better lower.
 METRICS: tuple[tuple[str, str, Callable[[float, float | None], str]], ...] = (
-    ("per_resource_ms.mean", "per resource", fmt.millis),
-    ("per_resource_ms.p95", "p95", fmt.millis),
-    ("parent.first_seconds", "GET parent first", fmt.seconds),
-    ("parent.seconds", "GET parent steady", fmt.seconds),
-    ("peak_rss_bytes", "peak RSS", fmt.size),
-    ("disk_bytes", "disk", fmt.size),
+    ("per_resource_ms.mean", "per resource", figures.millis),
+    ("per_resource_ms.p95", "p95", figures.millis),
+    ("parent.first_seconds", "GET parent first", figures.duration),
+    ("parent.seconds", "GET parent steady", figures.duration),
+    ("peak_rss_bytes", "peak RSS", figures.size),
+    ("disk_bytes", "disk", figures.size),
 )
 
 
@@ -108,7 +108,7 @@ def unmatched(base: dict, new: dict) -> tuple[list[str], list[str]]:
 def table_rows(changes: list[Change]) -> list[list[str]]:
     rows = [["case", "metric", "BASE", "NEW", "NEW/BASE", ""]]
     for c in changes:
-        rows.append([c.case, c.metric, c.base, c.new, fmt.ratio(c.ratio), "WORSE" if c.worse else ""])
+        rows.append([c.case, c.metric, c.base, c.new, figures.ratio(c.ratio), "WORSE" if c.worse else ""])
     return rows
 
 
@@ -153,7 +153,7 @@ def main(args) -> int:
     if not changes:
         print("lakebench compare: error: the two runs have no system and case in common", file=sys.stderr)
         return 2
-    print(results.format_table(table_rows(changes)))
+    print(table.render(table_rows(changes)))
     for label in only_base:
         print(f"only in BASE: {label}")
     for label in only_new:

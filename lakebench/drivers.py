@@ -149,7 +149,7 @@ class ClientDriver:
             if bar is not None:
                 bar.update(1)
                 if index % 200 == 0:
-                    bar.set_postfix_str(f"{latencies[-1] * 1000:.2f} ms", refresh=False)
+                    bar.set_postfix_str(f"last child {latencies[-1] * 1000:.2f} ms", refresh=False)
             if budget is not None and ingest_seconds >= budget and created < dataset.children:
                 outcome.budget_exhausted = True  # the final retrieval measures this size: no checkpoint here
                 break
@@ -215,7 +215,8 @@ class LocustDriver:
     """Locust as a library: its users PUT the children, its requests are timed by Locust.
 
     The parent is then read once in each of three variants (full, omit
-    containment, minimal container).  Importing Locust monkey-patches this
+    containment, minimal container), and ``retrievals`` times more at the
+    end of the workload (:meth:`read_parent`).  Importing Locust monkey-patches this
     worker with gevent, which is why each run has a process of its own.
     The budget stops the dispensing of children (the PUTs under way finish);
     Locust's users take no checkpoints.
@@ -253,15 +254,45 @@ class LocustDriver:
         self._retrievals = out["retrievals"]
 
     def read_parent(self, system) -> None:
-        """The parent as Locust's users read it after the ingest (full, and two Prefer variants)."""
+        """Retrieve the parent ``retrievals`` times through a Locust client, filed as ``"get parent"``
+        (``--cold``: the page cache dropped before each, as :class:`ClientDriver` does); after a
+        Locust ingest, the seconds of its three Prefer variants (read right after the PUTs) too."""
+        from lakebench.locust.driver import read_parent_with_locust
+
         self.phase("retrieve")
-        if self._retrievals is None:
-            raise RuntimeError("the Locust driver reads the parent after its own ingest only")
-        full = self._retrievals["full"]
-        self.outcome.retrieval = Retrieval(body=full["body"], parent_uri=system.parent_url,
-                                           content_type=full.get("content_type") or "text/turtle")
-        self.outcome.times["get parent"] = [full["seconds"]]
-        self.outcome.variants = {name: round(r["seconds"], 6) for name, r in self._retrievals.items()}
+        cold = self.spec.get("cold", False)
+
+        def before_each():
+            nonlocal cold
+            if cold:
+                cold = drop_page_cache()  # once refused, the rest are warm too
+
+        got = read_parent_with_locust(system.base_url, system.parent_url, self.spec.get("retrievals", 3),
+                                      before_each)
+        last = got[-1]
+        self.outcome.retrieval = Retrieval(body=last["body"], parent_uri=system.parent_url,
+                                           content_type=last.get("content_type") or "text/turtle")
+        self.outcome.times.setdefault("get parent", []).extend(g["seconds"] for g in got)
+        self.outcome.cache = "cold" if cold else "warm"
+        if self._retrievals:
+            self.outcome.variants = {name: round(r["seconds"], 6) for name, r in self._retrievals.items()}
+
+    def mixed(self, system, dataset: Workload, weights: dict[str, int], duration: float | None = None,
+              operations: int = 0):
+        """Locust users doing weighted creates, PATCHes and GETs (:mod:`lakebench.locust.mixed`) on
+        the children the ingest created; their times and refusals go to the outcome.  Returns the
+        users' shared state (created children, patched values, wall seconds)."""
+        from lakebench.locust.mixed import run_mixed
+
+        self.phase("mixed")
+        state = run_mixed(system.base_url, dataset, weights, existing=self.outcome.created(),
+                          users=self.spec.get("users", 1), duration=duration, operations=operations)
+        for kind, seconds in state.times.items():
+            self.outcome.times.setdefault(kind, []).extend(seconds)
+        for kind, count in state.errors.items():
+            self.outcome.errors[kind] = self.outcome.errors.get(kind, 0) + count
+        self.outcome.first_error = self.outcome.first_error or state.first_error
+        return state
 
 
 DRIVERS = {"client": ClientDriver, "locust": LocustDriver}

@@ -6,10 +6,12 @@ import platform
 import shutil
 import subprocess
 from importlib import metadata
+from pathlib import Path
 
 import psutil
 
-LIBRARIES = ("lakebench", "rdflib", "pyoxigraph", "lmdb", "psutil", "locust", "Cython")
+# Cython builds the store at install time and is not needed to run it: not listed.
+LIBRARIES = ("lakebench", "rdflib", "pyoxigraph", "lmdb", "psutil", "locust", "gunicorn", "gevent")
 
 
 def cpu_model() -> str:
@@ -44,8 +46,54 @@ def java_version() -> str | None:
     return first[0].strip() if first else None
 
 
-def describe() -> dict:
-    """The environment block of results.json."""
+def lakebench_commit() -> str | None:
+    """The git commit of the lakebench checkout this runs from (``+dirty`` when changed), or None
+    (installed from a wheel, no git)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=20)
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+
+
+def disk_of(path: Path) -> dict:
+    """The file system and device under ``path``: where every on-disk figure was written.
+
+    >>> sorted(disk_of(Path("/")))
+    ['device', 'filesystem', 'rotational', 'size_bytes']
+    """
+    best = ("", "", "")
+    try:
+        target = str(Path(path).resolve())
+        with open("/proc/mounts") as f:
+            for line in f:
+                device, mount, fstype = line.split()[:3]
+                if (target == mount or target.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best[1]):
+                    best = (device, mount, fstype)
+    except OSError:
+        pass
+    device, mount, fstype = best
+    rotational = None
+    name = Path(device).name
+    for candidate in (name, name.rstrip("0123456789"), name.rsplit("p", 1)[0]):
+        flag = Path("/sys/block") / candidate / "queue" / "rotational"
+        if candidate and flag.is_file():
+            rotational = flag.read_text().strip() == "1"
+            break
+    return {"device": device or None, "filesystem": fstype or None, "rotational": rotational,
+            "size_bytes": shutil.disk_usage(mount).total if mount else None}
+
+
+def describe(data_dir: Path | None = None) -> dict:
+    """The environment block of results.json; ``data_dir``: where the systems' data was written."""
     versions = {}
     for name in LIBRARIES:
         try:
@@ -66,6 +114,9 @@ def describe() -> dict:
         "lmdb_c": lmdb_library_version(),
         "java": java_version(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
+        "lakebench_version": versions.get("lakebench"),
+        "lakebench_commit": lakebench_commit(),
+        "disk": disk_of(data_dir if data_dir is not None else Path.cwd()),
     }
 
 

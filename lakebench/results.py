@@ -124,13 +124,17 @@ _DEEP = {
 
 #: What one run measured: a run's record, and (means over its runs) a system entry.
 _FIGURES = {
-    "workload": Field({"name": Field("str", need=ALWAYS), "params": Field({"*": Field("any")})}),
+    "workload": Field({"name": Field("str", need=ALWAYS), "primary": Field("str"),
+                       "params": Field({"*": Field("any")})}),
     "variant": Field("str"),
     "operations": Field({"*": Field(_OPERATION)}),
     "first_error": Field("str"),
     "sent": Field({"*": Field("int")}),
     "held": Field({"*": Field("int", null=True)}),
     "deep": Field(_DEEP),
+    "mixed": Field({"weights": Field({"*": Field("int")}), "users": Field("int"),
+                    **_numbers("duration_seconds", "throughput_per_s", null=True), "operations": Field("int"),
+                    "per_task": Field({"*": Field("int")})}),
     "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),
@@ -190,6 +194,10 @@ FIELDS = {
         "lmdb_c": Field("str", null=True),
         "java": Field("str", null=True),
         "load_average": Field([Field("number")]),
+        "lakebench_version": Field("str", null=True),
+        "lakebench_commit": Field("str", null=True),
+        "disk": Field({"device": Field("str", null=True), "filesystem": Field("str", null=True),
+                       "rotational": Field("bool", null=True), "size_bytes": Field("int", null=True)}),
     }),
     "workload": Field({
         "children": Field("int"),
@@ -645,133 +653,3 @@ def case_label(entry: dict, systems: list[dict]) -> str:
     if len({s.get("variant", "") for s in same}) > 1:
         parts.append(entry.get("variant", ""))
     return f"{entry['name']} ({', '.join(parts)})" if parts else entry["name"]
-
-
-#: Above this share of a system's ingest wall time, building the children is
-#: the harness's own cost worth a line in the run's output.
-GENERATION_SHARE = 0.20
-
-
-def generation_lines(document: dict) -> list[str]:
-    """One line per system entry whose children took over 20% of its ingest wall time to build.
-
-    >>> doc = {"systems": [{"name": "a", "status": "ok", "generate_seconds": 3.0, "ingest_wall_seconds": 10.0},
-    ...                    {"name": "b", "status": "ok", "generate_seconds": 1.0, "ingest_wall_seconds": 10.0}]}
-    >>> generation_lines(doc)
-    ['generation: 3.0 s of 10.0 s wall (a)']
-    """
-    lines = []
-    for entry in document["systems"]:
-        generated, wall = entry.get("generate_seconds"), entry.get("ingest_wall_seconds")
-        if entry["status"] == "ok" and generated and wall and generated > GENERATION_SHARE * wall:
-            lines.append(f"generation: {generated:.1f} s of {wall:.1f} s wall ({case_label(entry, document['systems'])})")
-    return lines
-
-
-# -- the summary table, in the seed report's shape -------------------------
-
-def _fmt_bytes(value) -> str:
-    if value is None:
-        return "-"
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def format_duration(seconds) -> str:
-    """A duration as the summary table writes it.
-
-    >>> print(format_duration(1200), format_duration(20.0), format_duration(0.0123), sep=" | ")
-    20'00.0" | 20.00 s | 12.3 ms
-    """
-    if seconds is None:
-        return "-"
-    if seconds >= 60:
-        minutes, rest = divmod(seconds, 60)
-        return f"{int(minutes)}'{rest:04.1f}\""
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 0.001:
-        return f"{seconds * 1000:.1f} ms"
-    return f"{seconds * 1e6:.0f} µs"
-
-
-def format_percent(value) -> str:
-    """A percentage of the reference: whole numbers, one decimal below 10%.
-
-    >>> format_percent(123.4), format_percent(0.21), format_percent(None)
-    ('123%', '0.2%', '-')
-    """
-    if value is None:
-        return "-"
-    return f"{value:.1f}%" if value < 10 else f"{value:.0f}%"
-
-
-def _with_std(entry: dict, path: str, text: str, scale: float = 1.0, unit: str = "") -> str:
-    std = entry.get("std", {}).get(path)
-    if std is None:
-        return text
-    return f"{text} ±{std * scale:.2g}{unit}"
-
-
-def summary_rows(document: dict) -> list[list[str]]:
-    """Rows of the summary table (header first) for a results document."""
-    header = [
-        "system", "durability", "running time", "per resource", "p95", "% ref",
-        "last/first 10%", "GET parent", "% ref", "contains", "peak RSS", "% ref",
-        "disk", "B/triple", "% ref", "triples",
-    ]
-    rows = [header]
-    triples_per_child = document.get("workload", {}).get("triples_per_child", 0)
-    for s in document["systems"]:
-        label = case_label(s, document["systems"])
-        if s["status"] == "skipped":
-            rows.append([label, s.get("durability") or "-", f"not run: {s.get('skip_reason') or 'skipped'}"]
-                        + [""] * (len(header) - 3))
-            continue
-        if s["status"] != "ok":
-            rows.append([label, s.get("durability") or "-", "FAILED: " + (s.get("error") or "?")[:60]]
-                        + [""] * (len(header) - 3))
-            continue
-        vs = s.get("vs_reference", {})
-        pct = lambda path: format_percent(vs.get(path))  # noqa: E731
-        per = s["per_resource_ms"]
-        disk = s.get("disk_bytes")
-        triples = s.get("triples_total")
-        # Bytes per triple of the data set sent: the same divisor for every
-        # system (a server may store triples of its own on top).
-        sent = s["children"] * triples_per_child
-        running_time = format_duration(s["ingest_seconds"])
-        if s.get("budget_exhausted"):
-            running_time = f"stopped at {s['children']:,} children after {running_time}"
-        rows.append([
-            label,
-            s.get("durability") or "-",
-            _with_std(s, "ingest_seconds", running_time, unit=" s"),
-            _with_std(s, "per_resource_ms.mean", f"{per['mean']:.2f} ms", unit=" ms"),
-            f"{per['p95']:.2f} ms",
-            pct("per_resource_ms.mean"),
-            f"{s['growth']['ratio']:.2f}x" if s["growth"]["ratio"] is not None else "-",
-            _with_std(s, "parent.seconds", format_duration(s["parent"]["seconds"]), scale=1000, unit=" ms"),
-            pct("parent.seconds"),
-            str(s["parent"]["containment_triples"]),
-            _fmt_bytes(s.get("peak_rss_bytes")),
-            pct("peak_rss_bytes"),
-            _fmt_bytes(disk),
-            f"{disk / sent:.0f}" if disk and sent else "-",
-            pct("disk_bytes"),
-            f"{triples:,}" if triples is not None else "-",
-        ])
-    return rows
-
-
-def format_table(rows: list[list[str]]) -> str:
-    """Plain-text table with aligned columns."""
-    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -12,6 +12,9 @@ VENV=${VENV:-.venv}
 # LMDB headers and a C compiler build the store core; Java runs Fedora (a JDK
 # already on PATH, of any vendor, serves as well as Debian's).
 packages=(liblmdb-dev lmdb-utils build-essential)
+# The report is tested in a real browser: Debian's Chromium and its WebDriver
+# (a browser that downloads its own build cannot be fetched on every machine).
+packages+=(chromium chromium-driver)
 command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
 # Python's headers build the store core and, on first use, LAKEsuperior's C
 # (Debian's python3 ships them apart).

@@ -57,7 +57,7 @@ def test_run_end_to_end_prints_table(tmp_path, capsys):
                "--tail-seconds", "0", "--quiet"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "per resource" in out and "oxigraph" in out and "memory" in out
+    assert "per child" in out and "oxigraph" in out and "memory" in out
     assert (tmp_path / "results.json").exists()
     assert main(["table", str(tmp_path)]) == 0
 

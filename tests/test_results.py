@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from lakebench import results
+from lakebench import results, table
 
 
 def _run(system, run, per_child, parent_s, rss, disk=None, status="ok"):
@@ -67,9 +67,9 @@ def test_write_load_and_table(tmp_path):
     results.write(tmp_path, doc, {("a", 10, 64, "", 0): [0.002] * 10})
     assert results.load(tmp_path)["systems"][0]["name"] == "a"
     assert results.load_latencies(tmp_path)[("a", 10, 64, "", 0)] == [0.002] * 10
-    table = results.format_table(results.summary_rows(doc))
-    assert "FAILED: boom" in table
-    assert "100%" in table
+    printed = table.text(doc)
+    assert "FAILED: boom" in printed
+    assert "100%" in printed
 
 
 def test_case_label_names_only_what_was_swept():
@@ -105,5 +105,6 @@ def test_skipped_entry_passes_the_schema_and_the_table():
                                   {"durability": "nosync", "transport": "in-process"})
     document = {"schema": 1, "systems": [entry], "workload": {"triples_per_child": 200}}
     results.validate(document)
-    row = results.summary_rows(document)[1]
-    assert row[:3] == ["a", "nosync", "not run: the budget ran out at 80 children (case 100)"]
+    row = table.rows(document)[1]
+    assert row[:3] == ["a", "nosync", "not run"]
+    assert table.notes(document) == ["a: not run: the budget ran out at 80 children (case 100)"]

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lakebench import results, systems
+from lakebench import figures, results, systems, table
 from lakebench.runner import RunConfig, run
 from lakebench.systems.base import System
 from lakebench.systems.memory import MemorySystem
@@ -124,8 +124,7 @@ def test_sweep_of_sizes_and_literal_lengths(tmp_path):
     # Longer literals make a bigger store.
     disk = {(s["children"], s["literal_length"]): s["disk_bytes"] for s in doc["systems"] if s["name"] == "lmdb-nosync"}
     assert disk[(12, 100)] >= disk[(12, 1)]
-    table = results.format_table(results.summary_rows(doc))
-    assert "memory (12 children, 100-char literals)" in table
+    assert "memory (12 children, 100-char literals)" in table.text(doc)
 
 
 def test_cold_cache_retrievals(tmp_path):
@@ -199,13 +198,12 @@ def test_a_larger_case_is_not_run_once_the_budget_ran_out(budget_run, name):
 
 def test_the_table_says_where_the_budget_stopped(budget_run):
     _, document = budget_run
-    rows = {row[0]: row for row in results.summary_rows(document)[1:]}
+    notes = table.notes(document)
     large = _entry(document, "lmdb-nosync", 20_000)
-    running = rows["lmdb-nosync (20,000 children)"][2]
-    assert running == (f"stopped at {large['children']:,} children after "
-                       f"{results.format_duration(large['ingest_seconds'])}")
-    assert not rows["lmdb-nosync (5 children)"][2].startswith("stopped")  # within budget: unmarked
-    assert rows["memory (30,000 children)"][2].startswith("not run: the budget ran out at ")
+    assert (f"lmdb-nosync (20,000 children): stopped at {large['children']:,} children after "
+            f"{figures.duration(large['ingest_seconds'])} (budget spent)") in notes
+    assert not any(n.startswith("lmdb-nosync (5 children)") for n in notes)  # within budget: unmarked
+    assert any(n.startswith("memory (30,000 children): not run: the budget ran out at ") for n in notes)
 
 
 def test_checkpoints_recorded_and_kept_out_of_the_ingest_time(budget_run):

@@ -16,7 +16,9 @@ One module per concern:
 * :mod:`~lakebench.locust.ldp_requests`: the HTTP requests and their Locust names;
 * :mod:`~lakebench.locust.record`: the ``--lakebench-out`` record;
 * :mod:`~lakebench.locust.monitoring`: the resource monitor under gevent;
-* :mod:`~lakebench.locust.driver`: Locust as a library, for lakebench's runner.
+* :mod:`~lakebench.locust.driver`: Locust as a library, for lakebench's runner;
+* :mod:`~lakebench.locust.mixed`: the ``mixed`` workload's users (weighted
+  creates, PATCHes, GETs), through the runner only.
 
 **Monkey-patching.**  Importing :mod:`locust` monkey-patches the process with
 gevent (sockets, threads, ``time.sleep``...).  These modules therefore

@@ -23,11 +23,11 @@ class IndexDispenser:
     ([0, 1], [2, 3, 4], [])
     """
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, start: int = 0):
         if total < 0:
             raise ValueError(f"total must not be negative, got {total}")
         self.total = total
-        self.next = 0
+        self.next = start  # the mixed workload's creates follow the children already there
 
     @property
     def remaining(self) -> int:

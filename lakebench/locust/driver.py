@@ -61,3 +61,38 @@ def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_
     if not coordinator.result["complete"]:
         raise LoadTestError(coordinator.error or "ingest did not complete")
     return coordinator.result
+
+
+def read_parent_with_locust(base_url: str, parent_url: str, retrievals: int, before_each=None) -> list[dict]:
+    """GET the parent (full) ``retrievals`` times through a Locust client, after the workload.
+
+    Each is timed by Locust's request event (its ``response_time``); returns
+    ``{"seconds", "status", "content_type", "body"}`` per retrieval, in order.
+    ``before_each()`` runs before each request's clock (``--cold`` drops the
+    page cache there).  Raises :class:`~lakebench.locust.LoadTestError` on an
+    answer other than 200.
+    """
+    from locust.env import Environment
+
+    from lakebench.locust.ldp_requests import GET_NAMES, retrieve_parent, stats_session
+
+    environment = Environment(host=base_url)
+    seconds: list[float] = []
+
+    def on_request(name, response_time, exception, **_kw):
+        if name == GET_NAMES["full"] and exception is None:
+            seconds.append(response_time / 1000.0)
+
+    environment.events.request.add_listener(on_request)
+    session = stats_session(environment, base_url)
+    out = []
+    for _ in range(retrievals):
+        if before_each is not None:
+            before_each()
+        got = retrieve_parent(session, parent_url, "full", count=False)
+        if got["status"] != 200:
+            raise LoadTestError(f"GET {parent_url}: HTTP {got['status']} "
+                                f"{got['body'][:200].decode('utf-8', 'replace').strip()}")
+        got["seconds"] = seconds[-1]
+        out.append(got)
+    return out

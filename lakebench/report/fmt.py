@@ -21,68 +21,17 @@ from __future__ import annotations
 
 import re
 
-from lakebench import results
+from lakebench import figures
 
-DASH = "–"
+# Numbers are written by lakebench.figures, as on the terminal: one function per figure.
+DASH = figures.DASH
+seconds = figures.duration
+millis = figures.millis
+size = figures.size
+ratio = figures.ratio
+percent = figures.relative  # a figure relative to the reference: a multiple past 2x
+count = figures.count
 NBSP = "\u00a0"
-
-
-def _decimals(value: float) -> int:
-    value = abs(value)
-    return 0 if value >= 100 else 1 if value >= 10 else 2
-
-
-def _scaled(value: float, std: float | None, scale: float, unit: str, decimals: int | None = None) -> str:
-    d = _decimals(value * scale) if decimals is None else decimals
-    text = f"{value * scale:.{d}f}"
-    if std is not None:
-        shown = f"{std * scale:.{d}f}"
-        smallest = 10.0 ** -d
-        text += f" ± {shown}" if std == 0 or float(shown) else f" ± <{smallest:.{d}f}"
-    return f"{text} {unit}"
-
-
-def seconds(value: float | None, std: float | None = None) -> str:
-    """A duration in the unit that suits it: µs, ms, s, or min and s."""
-    if value is None:
-        return DASH
-    if value >= 60 and std is None:
-        minutes, rest = divmod(value, 60)
-        return f"{int(minutes)} min {rest:.1f} s"
-    if value >= 1:
-        return _scaled(value, std, 1, "s")
-    if value >= 1e-3:
-        return _scaled(value, std, 1e3, "ms")
-    return _scaled(value, std, 1e6, "µs")
-
-
-def millis(value: float | None, std: float | None = None) -> str:
-    """A duration given in milliseconds (``per_resource_ms``)."""
-    return DASH if value is None else seconds(value / 1000, None if std is None else std / 1000)
-
-
-def size(value: float | None, std: float | None = None) -> str:
-    """Bytes in decimal units, like ``du -h --si``."""
-    if value is None:
-        return DASH
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return _scaled(value, std, 1 / scale, unit, 1)
-    return _scaled(value, std, 1, "B", 0)
-
-
-def ratio(value: float | None, std: float | None = None) -> str:
-    if value is None:
-        return DASH
-    return f"{value:.2f}x" + (f" ± {std:.2f}" if std is not None else "")
-
-
-def percent(value: float | None) -> str:
-    return DASH if value is None else results.format_percent(value)
-
-
-def count(value) -> str:
-    return DASH if value is None else f"{value:,}"
 
 
 # -- reStructuredText ------------------------------------------------------

@@ -14,6 +14,8 @@ from lakebench.systems import load_target
 WORKLOADS: dict[str, tuple[str, str]] = {
     "flat": ("lakebench.workloads.flat:Flat",
              "the seed: N children PUT under one parent container, then the parent read"),
+    "mixed": ("lakebench.workloads.mixed:Mixed",
+              "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
     "deep": ("lakebench.workloads.deep:Deep",
              "a hierarchy of containers (depth x fan-out), one leaf each at the bottom; "
              "top, middle and leaf read as it grows"),

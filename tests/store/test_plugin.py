@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from rdflib import BNode, Dataset, Graph, Literal, Namespace, URIRef
 from rdflib.compare import isomorphic
-from rdflib.namespace import RDF, XSD
+from rdflib import namespace
+from rdflib.namespace import RDF
 
 EX = Namespace("http://ex.org/")
 
@@ -89,7 +90,7 @@ def test_store_api(tmp_path):
     ds = Dataset(store="LMDB")
     ds.open(str(tmp_path / "s"), create=True)
     g = ds.graph(EX.g)
-    triples = [(EX.s, EX.p, Literal("x")), (EX.s, EX.p, Literal("7", datatype=XSD.integer)),
+    triples = [(EX.s, EX.p, Literal("x")), (EX.s, EX.p, Literal("7", datatype=namespace.XSD.integer)),
                (EX.s, EX.q, BNode("b0")), (BNode("b0"), EX.p, Literal("chat", lang="fr"))]
     ds.addN((s, p, o, g) for s, p, o in triples)
     assert len(g) == 4

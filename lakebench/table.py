@@ -1,0 +1,237 @@
+"""The tables ``lakebench run`` and ``lakebench table`` print.
+
+They fit the terminal: each column has a rank, and columns are added in
+rank order while the table stays within the width (``COLUMNS`` when set,
+else the terminal's, else 100); ``--wide`` shows them all.  Rows are ranked
+by the workload's headline figure (time per operation of its primary kind)
+within each case.  What does not fit a cell (a failure, a skip, where a
+budget stopped the ingest, a divisor that differs) becomes a note under the
+table.  Every number is written by :mod:`lakebench.figures`, as in the
+report.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from typing import Callable
+
+from lakebench import figures
+from lakebench.results import case_children, case_label
+
+DEFAULT_WIDTH = 100
+GAP = "  "
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[dict], str]
+    rank: int  # 0: always shown; higher ranks give way first when the terminal is narrow
+
+
+def _std(entry: dict, path: str) -> float | None:
+    return entry.get("std", {}).get(path)
+
+
+def _vs(path: str) -> Callable[[dict], str]:
+    return lambda e: figures.relative(e.get("vs_reference", {}).get(path))
+
+
+def _parent(e: dict) -> str:
+    return figures.first_steady(e["parent"].get("first_seconds"), e["parent"]["seconds"])
+
+
+def flat_columns(document: dict) -> list[Column]:
+    """The seed's figures: time per child, parent GET, memory, disk, each also relative to the reference."""
+    per_child = document.get("workload", {}).get("triples_per_child", 0)
+    ref = document.get("reference") or "ref"
+
+    def bpt(e: dict) -> str:
+        value, basis = figures.bytes_per_triple(e, per_child)
+        return "–" if value is None else f"{value:.0f}" + ("*" if basis == "sent" else "")
+
+    return [
+        Column("per child", lambda e: figures.millis(e["per_resource_ms"]["mean"],
+                                                     _std(e, "per_resource_ms.mean")), 0),
+        Column(f"time/{ref}", _vs("per_resource_ms.mean"), 1),
+        Column("GET parent first / steady", _parent, 1),
+        Column("peak RSS", lambda e: figures.size(e.get("peak_rss_bytes")), 2),
+        Column("disk", lambda e: figures.size(e.get("disk_bytes")), 2),
+        Column("p95", lambda e: figures.millis(e["per_resource_ms"]["p95"]), 3),
+        Column("B/triple", bpt, 3),
+        Column("running time", lambda e: figures.duration(e["ingest_seconds"], _std(e, "ingest_seconds")), 4),
+        Column("last/first 10%", lambda e: figures.ratio(e["growth"]["ratio"]), 4),
+        Column(f"GET/{ref}", _vs("parent.seconds"), 5),
+        Column(f"RSS/{ref}", _vs("peak_rss_bytes"), 5),
+        Column(f"disk/{ref}", _vs("disk_bytes"), 5),
+        Column("contains", lambda e: figures.count(e["parent"]["containment_triples"]), 6),
+        Column("triples", lambda e: figures.count(e.get("triples_total")), 6),
+    ]
+
+
+def workload_columns(document: dict, primary: str) -> list[Column]:
+    """Any other workload: each kind of operation's mean (its primary first), p95 and rate; sent against held."""
+    kinds: dict[str, None] = {primary: None}
+    for entry in document["systems"]:
+        kinds.update(dict.fromkeys(entry.get("operations") or {}))
+    kinds.pop("get parent", None)  # shown as first / steady
+    columns = []
+    for n, kind in enumerate(kinds):
+        def mean(e, kind=kind):
+            return figures.millis((e.get("operations") or {}).get(kind, {}).get("mean_ms"))
+
+        def p95(e, kind=kind):
+            return figures.millis((e.get("operations") or {}).get(kind, {}).get("p95_ms"))
+
+        def per_second(e, kind=kind):
+            return figures.rate((e.get("operations") or {}).get(kind, {}).get("per_second"))
+
+        columns += [Column(kind, mean, 0 if kind == primary else 2), Column(f"{kind} p95", p95, 3 + n),
+                    Column(f"{kind} rate", per_second, 4 + n)]
+    columns += [
+        Column("held / sent", held_against_sent, 1),
+        Column("GET parent first / steady", _parent, 2),
+        Column("peak RSS", lambda e: figures.size(e.get("peak_rss_bytes")), 4),
+        Column("disk", lambda e: figures.size(e.get("disk_bytes")), 4),
+    ]
+    return columns
+
+
+def held_against_sent(entry: dict) -> str:
+    """``ok`` when the system holds all it was sent, else what is missing.
+
+    >>> held_against_sent({"sent": {"children": 20}, "held": {"children": 20}})
+    'ok'
+    >>> held_against_sent({"sent": {"children": 20, "updates": 5}, "held": {"children": 18, "updates": None}})
+    'children 18/20'
+    """
+    sent, held = entry.get("sent") or {}, entry.get("held") or {}
+    short = [f"{key} {held[key]:,}/{value:,}" for key, value in sent.items()
+             if held.get(key) is not None and held[key] != value]
+    return "; ".join(short) if short else ("ok" if sent else "–")
+
+
+def _ranked(entries: list[dict]) -> list[dict]:
+    """Within each case (in the order measured), measured systems fastest first, then those not measured."""
+    cases: dict[tuple, list[dict]] = {}
+    for e in entries:
+        cases.setdefault((case_children(e), e.get("literal_length"), e.get("variant", "")), []).append(e)
+    ordered = []
+    for group in cases.values():
+        ok = sorted((e for e in group if e["status"] == "ok"), key=lambda e: e["per_resource_ms"]["mean"])
+        ordered += ok + [e for e in group if e["status"] != "ok"]
+    return ordered
+
+
+def terminal_width() -> int:
+    """``COLUMNS`` when set, else the terminal's width, else 100."""
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+
+
+def rows(document: dict, wide: bool = False, width: int | None = None) -> list[list[str]]:
+    """The table's rows, header first: every column with ``wide``, else those that fit ``width``."""
+    name = document.get("workload", {}).get("name", "flat")
+    entries = _ranked(document["systems"])
+    if name == "flat":
+        columns = flat_columns(document)
+    else:
+        primary = next((e["workload"].get("primary") for e in entries if e.get("workload")), None)
+        columns = workload_columns(document, primary or _first_kind(entries))
+    lead = [Column("system", lambda e: case_label(e, document["systems"]), 0),
+            Column("durability", lambda e: e.get("durability") or "–", 0)]
+    cells = {id(c): [c.header] + [c.cell(e) if e["status"] == "ok" or c in lead else _status(e, c)
+                                  for e in entries]
+             for c in lead + columns}
+    chosen = lead + columns
+    if not wide:
+        limit = terminal_width() if width is None else width
+        chosen = list(lead)
+        for column in sorted(columns, key=lambda c: c.rank):
+            trial = chosen + [column]
+            if column.rank == 0 or _width(trial, cells) <= limit:
+                chosen = trial
+        chosen = [c for c in lead + columns if c in chosen]  # back in reading order
+    return [[cells[id(c)][i] for c in chosen] for i in range(len(entries) + 1)]
+
+
+def _first_kind(entries: list[dict]) -> str:
+    for e in entries:
+        for kind in e.get("operations") or {}:
+            return kind
+    return "create"
+
+
+def _status(entry: dict, column: Column) -> str:
+    """A row not measured says so in its headline column (why: in the notes)."""
+    if column.rank != 0:
+        return ""
+    return "not run" if entry["status"] == "skipped" else "FAILED"
+
+
+def _width(columns: list[Column], cells: dict) -> int:
+    return sum(max(len(v) for v in cells[id(c)]) for c in columns) + len(GAP) * (len(columns) - 1)
+
+
+def render(table: list[list[str]]) -> str:
+    """Plain text with aligned columns, a rule under the header."""
+    widths = [max(len(r[i]) for r in table if i < len(r)) for i in range(len(table[0]))]
+    lines = []
+    for n, row in enumerate(table):
+        lines.append(GAP.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if n == 0:
+            lines.append(GAP.join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def notes(document: dict) -> list[str]:
+    """What the cells could not hold: failures, skips, budget stops, refused operations, divisors."""
+    lines = []
+    systems = document["systems"]
+    per_child = document.get("workload", {}).get("triples_per_child", 0)
+    sent_divisor = False
+    for e in systems:
+        label = case_label(e, systems)
+        if e["status"] == "failed":
+            lines.append(f"{label}: FAILED: {e.get('error') or '?'}"
+                         + (f" (log: {e['log']})" if e.get("log") else ""))
+        elif e["status"] == "skipped":
+            lines.append(f"{label}: not run: {e.get('skip_reason') or 'skipped'}")
+        else:
+            if e.get("budget_exhausted"):
+                lines.append(f"{label}: stopped at {e['children']:,} children after "
+                             f"{figures.duration(e['ingest_seconds'])} (budget spent)")
+            refused = {k: op["errors"] for k, op in (e.get("operations") or {}).items() if op.get("errors")}
+            if refused:
+                lines.append(f"{label}: refused " + ", ".join(f"{n:,} {k}" for k, n in refused.items())
+                             + (f"; first: {e['first_error']}" if e.get("first_error") else ""))
+            value, basis = figures.bytes_per_triple(e, per_child)
+            sent_divisor = sent_divisor or (value is not None and basis == "sent")
+    if sent_divisor:
+        lines.append("B/triple*: the server does not count its triples; divided by the triples sent")
+    return lines
+
+
+#: Above this share of a system's ingest wall time, building the children is
+#: the harness's own cost worth a line in the run's output.
+GENERATION_SHARE = 0.20
+
+
+def generation_lines(document: dict) -> list[str]:
+    """One line per system entry whose children took over 20% of its ingest wall time to build.
+
+    >>> doc = {"systems": [{"name": "a", "status": "ok", "generate_seconds": 3.0, "ingest_wall_seconds": 10.0},
+    ...                    {"name": "b", "status": "ok", "generate_seconds": 1.0, "ingest_wall_seconds": 10.0}]}
+    >>> generation_lines(doc)
+    ['generation: 3.0 s of 10.0 s wall (a)']
+    """
+    lines = []
+    for entry in document["systems"]:
+        generated, wall = entry.get("generate_seconds"), entry.get("ingest_wall_seconds")
+        if entry["status"] == "ok" and generated and wall and generated > GENERATION_SHARE * wall:
+            lines.append(f"generation: {generated:.1f} s of {wall:.1f} s wall ({case_label(entry, document['systems'])})")
+    return lines
+
+
+def text(document: dict, wide: bool = False, width: int | None = None) -> str:
+    """The table and its notes, as printed."""
+    return "\n".join([render(rows(document, wide, width)), *notes(document)])

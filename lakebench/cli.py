@@ -310,6 +310,10 @@ def _chosen_workload_parameters(args) -> dict:
             raise UsageError(f"lakebench run: error: {param.option(key)} applies to the "
                              f"{', '.join(names)} workload(s), not to {args.workload}")
         chosen[key] = value
+    try:  # options that are each in range but not together (deep: depth x fan-out)
+        scenario.check({**{key: p.default for key, p in scenario.PARAMETERS.items()}, **chosen})
+    except ValueError as exc:
+        raise UsageError(f"lakebench run: error: {exc}") from None
     if args.driver not in scenario.drivers:
         raise UsageError(f"lakebench run: error: the {args.workload} workload runs with --driver "
                          f"{' or '.join(scenario.drivers)}, not {args.driver}")

@@ -111,6 +111,17 @@ _OPERATION = {
     **_numbers("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "per_second", null=True),
 }
 
+#: The deep workload's hierarchy and its reads as it grew (lakebench.workloads.deep).
+_DEEP = {
+    "depth": Field("int"),
+    "fan_out": Field("int"),
+    "leaf": Field("str", choices=("binary", "rdf")),
+    **_numbers("containers", "leaves", "batch", "leaf_reads", "leaf_reads_verified"),
+    "middle": Field("str"),
+    "series": Field([Field({**_numbers("resources", "containers", "leaves"),
+                            **_numbers("list_top_ms", "list_middle_ms", "get_leaf_ms", null=True)})]),
+}
+
 #: What one run measured: a run's record, and (means over its runs) a system entry.
 _FIGURES = {
     "workload": Field({"name": Field("str", need=ALWAYS), "primary": Field("str"),
@@ -126,6 +137,7 @@ _FIGURES = {
                                               **_numbers("p50_ms", "p95_ms", null=True)})])}),
     "sent": Field({"*": Field("int")}),
     "held": Field({"*": Field("int", null=True)}),
+    "deep": Field(_DEEP),
     "mixed": Field({"weights": Field({"*": Field("int")}), "users": Field("int"),
                     **_numbers("duration_seconds", "throughput_per_s", null=True), "operations": Field("int"),
                     "per_task": Field({"*": Field("int")})}),

@@ -444,7 +444,7 @@ def _not_applicable(config: RunConfig, name: str) -> str | None:
     scenario = workloads.load(config.workload)
     if config.driver not in scenario.drivers:
         return f"not applicable: the {config.workload} workload does not run with --driver {config.driver}"
-    reason = scenario.not_applicable(systems.load(name))
+    reason = scenario.not_applicable(systems.load(name), config.workload_params)
     return None if reason is None else f"not applicable: {reason}"
 
 

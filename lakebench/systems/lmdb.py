@@ -36,6 +36,42 @@ class LmdbSystem(System):
         body = self.store.serialize(graph=self.parent, format="turtle", prefixes={"ldp": LDP})
         return Retrieval(body=body, parent_uri=self.workload.parent_uri)
 
+    # -- containers and resources at a path (the deep workload) ---------
+    # A container is a graph of its own holding its ldp:contains triples,
+    # like the parent; its parent's graph gets the ldp:contains of it, in
+    # the same transaction.
+    def _iri(self, path: str) -> bytes:
+        return iri(self.workload.base + path)
+
+    def _container_of(self, path: str) -> bytes:
+        return self._iri(path.rpartition("/")[0])
+
+    def create_container(self, path: str) -> None:
+        uri, up = self._iri(path), self._container_of(path)
+
+        def create(txn):
+            txn.add_graph(uri)
+            txn.add([(up, CONTAINS, uri, up)])
+
+        self.store.write(create)
+
+    def list_container(self, path: str) -> Retrieval:
+        body = self.store.serialize(graph=self._iri(path), format="turtle", prefixes={"ldp": LDP})
+        return Retrieval(body=body, parent_uri=self.workload.base + path)
+
+    def create_resource(self, child: Child, path: str) -> None:
+        uri = self._iri(path)
+        # The child's N-Triples with the subject moved to ``path``: its own
+        # IRI appears as a subject only (its links name other resources).
+        ntriples = child.ntriples.replace(f"<{child.uri}>".encode(), f"<{self.workload.base}{path}>".encode())
+        up = self._container_of(path)
+        self.store.ingest(ntriples, uri, extra=[(up, CONTAINS, uri, up)])
+
+    def get_resource(self, path: str) -> Retrieval:
+        uri = self.workload.base + path
+        body = self.store.serialize(graph=iri(uri), format="nt")
+        return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
+
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)
 

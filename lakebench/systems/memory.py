@@ -39,6 +39,35 @@ class MemorySystem(System):
         body = representation.serialize(format="turtle").encode("utf-8")
         return Retrieval(body=body, parent_uri=str(self.parent))
 
+    # -- containers and resources at a path (the deep workload) ---------
+    def _ref(self, path: str) -> URIRef:
+        return URIRef(self.workload.base + path)
+
+    def create_container(self, path: str) -> None:
+        node, up = self._ref(path), self._ref(path.rpartition("/")[0])
+        self.dataset.graph(node)  # its own (empty) graph, like the parent's
+        self.dataset.graph(up).add((up, CONTAINS, node))
+
+    def list_container(self, path: str) -> Retrieval:
+        node = self._ref(path)
+        representation = Graph()
+        representation.bind("ldp", "http://www.w3.org/ns/ldp#")
+        for triple in self.dataset.graph(node).triples((node, None, None)):
+            representation.add(triple)
+        return Retrieval(body=representation.serialize(format="turtle").encode("utf-8"), parent_uri=str(node))
+
+    def create_resource(self, child: Child, path: str) -> None:
+        node, up = self._ref(path), self._ref(path.rpartition("/")[0])
+        # The child's graph with its subject moved to ``path`` (its own IRI is a subject only).
+        ntriples = child.ntriples.replace(f"<{child.uri}>".encode(), f"<{node}>".encode())
+        self.dataset.graph(node).parse(data=ntriples, format="nt")
+        self.dataset.graph(up).add((up, CONTAINS, node))
+
+    def get_resource(self, path: str) -> Retrieval:
+        uri = self.workload.base + path
+        body = self.dataset.graph(URIRef(uri)).serialize(format="nt", encoding="utf-8")
+        return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
+
     def triples_total(self, children: int | None = None) -> int:
         return len(self.dataset)
 

@@ -43,6 +43,35 @@ class OxigraphSystem(System):
         )
         return Retrieval(body=body, parent_uri=self.parent.value)
 
+    # -- containers and resources at a path (the deep workload) ---------
+    def _node(self, path: str) -> ox.NamedNode:
+        return ox.NamedNode(self.workload.base + path)
+
+    def create_container(self, path: str) -> None:
+        # An empty graph is no quad: the container is its membership in its parent's graph.
+        up = self._node(path.rpartition("/")[0])
+        self.store.extend([ox.Quad(up, CONTAINS, self._node(path), up)])
+
+    def list_container(self, path: str) -> Retrieval:
+        node = self._node(path)
+        triples = [q.triple for q in self.store.quads_for_pattern(node, None, None, node)]
+        body = ox.serialize(triples, format=ox.RdfFormat.TURTLE, prefixes={"ldp": "http://www.w3.org/ns/ldp#"})
+        return Retrieval(body=body, parent_uri=node.value)
+
+    def create_resource(self, child: Child, path: str) -> None:
+        graph, up = self._node(path), self._node(path.rpartition("/")[0])
+        # The child's graph with its subject moved to ``path`` (its own IRI is a subject only).
+        ntriples = child.ntriples.replace(f"<{child.uri}>".encode(), f"<{graph.value}>".encode())
+        quads = [ox.Quad(q.subject, q.predicate, q.object, graph)
+                 for q in ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES)]
+        quads.append(ox.Quad(up, CONTAINS, graph, up))
+        self.store.extend(quads)
+
+    def get_resource(self, path: str) -> Retrieval:
+        graph = ox.NamedNode(self.workload.base + path)
+        body = self.store.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)  # the child's graph
+        return Retrieval(body=body, parent_uri=graph.value, content_type="application/n-triples")
+
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)
 

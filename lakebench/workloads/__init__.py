@@ -18,6 +18,9 @@ WORKLOADS: dict[str, tuple[str, str]] = {
               "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
     "binaries": ("lakebench.workloads.binaries:Binaries",
                  "N binaries of --binary-size bytes PUT under one container, a sample read back and verified"),
+    "deep": ("lakebench.workloads.deep:Deep",
+             "a hierarchy of containers (depth x fan-out), one leaf each at the bottom; "
+             "top, middle and leaf read as it grows"),
 }
 
 DEFAULT = "flat"

@@ -109,9 +109,15 @@ class Scenario:
     needs: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def not_applicable(cls, system_cls) -> str | None:
-        """Why a system of class ``system_cls`` cannot take this workload, or None (it can)."""
+    def not_applicable(cls, system_cls, params: dict | None = None) -> str | None:
+        """Why a system of class ``system_cls`` cannot take this workload with the options
+        ``params`` (those given), or None (it can)."""
         return needs(system_cls, cls.needs)
+
+    @classmethod
+    def check(cls, params: dict) -> None:
+        """Raise ValueError when options that are each in range cannot go together
+        (``params``: every option, defaults filled in)."""
 
     def run(self, system, driver) -> Outcome:
         """Send the workload to ``system`` (set up, parent created) through ``driver``."""

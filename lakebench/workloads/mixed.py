@@ -80,7 +80,7 @@ class Mixed(Scenario):
             self.primary = TASKS[max(weights, key=weights.get)]
 
     @classmethod
-    def not_applicable(cls, system_cls) -> str | None:
+    def not_applicable(cls, system_cls, params: dict | None = None) -> str | None:
         from lakebench.systems.base import HttpSystem
 
         if not issubclass(system_cls, HttpSystem):

@@ -68,7 +68,7 @@ def test_binary_leaves_are_not_applicable_in_process(tmp_path):
                        workload="deep", workload_params={"depth": 1, "fan_out": 2, "leaf": "binary"})
     entry = run(config, log=lambda *_: None)["systems"][0]
     assert entry["status"] == "skipped"
-    assert entry["skip_reason"] == "not applicable: lmdb has no create_binary"
+    assert entry["skip_reason"] == "not applicable: lmdb stores no binaries"
 
 
 @pytest.mark.parametrize("options, expected", [

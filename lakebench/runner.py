@@ -452,15 +452,19 @@ def _summary_line(record: dict, primary: str) -> str:
     """One line on the terminal for a finished run."""
     stopped = (f"stopped at {record['children']:,} children (budget spent), "
                if record.get("budget_exhausted") else "")
-    unit = "child" if primary == "create" else primary
-    errors = sum(op.get("errors", 0) for op in (record.get("operations") or {}).values())
-    # The timed calls alone: the progress bar's elapsed time also counts
-    # building the children and the checkpoints.
-    return (f"   {stopped}{record['ingest_seconds']:.1f} s in timed calls "
-            f"({record['ingest_wall_seconds']:.1f} s wall), "
-            f"{record['per_resource_ms']['mean']:.2f} ms per {unit}, "
-            f"parent {record['parent']['seconds'] * 1000:.1f} ms"
-            + (f", {errors:,} operations refused (first: {record.get('first_error')})" if errors else ""))
+    operations = record.get("operations") or {}
+    errors = sum(op.get("errors", 0) for op in operations.values())
+    refused = f", {errors:,} operations refused (first: {record.get('first_error')})" if errors else ""
+    parent = f"parent {record['parent']['seconds'] * 1000:.1f} ms"
+    if primary == "create":
+        # The timed calls alone: the progress bar's elapsed time also counts
+        # building the children and the checkpoints.
+        return (f"   {stopped}{record['ingest_seconds']:.1f} s in timed calls "
+                f"({record['ingest_wall_seconds']:.1f} s wall), "
+                f"{record['per_resource_ms']['mean']:.2f} ms per child, {parent}{refused}")
+    main = operations.get(primary) or {}
+    return (f"   {main.get('count', 0):,} {primary} in {main.get('seconds', 0):.1f} s of timed calls, "
+            f"{record['per_resource_ms']['mean'] or 0:.2f} ms each, {parent}{refused}")
 
 
 def run(config: RunConfig, log=print) -> dict:

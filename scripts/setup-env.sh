@@ -38,4 +38,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q --upgrade pip
 fi
 echo "setup: installing lakebench and its Python dependencies into $VENV"
-"$VENV/bin/pip" install -q -e '.[test,docs]'
+# setuptools prints a boxed "Editable installation" notice on every editable
+# install (the package at the top of the checkout is what the editable
+# install points at, on purpose): nothing for the user to act on.
+PYTHONWARNINGS="ignore:Editable installation:UserWarning" "$VENV/bin/pip" install -q -e '.[test,docs]'

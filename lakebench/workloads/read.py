@@ -31,9 +31,9 @@ class Read(Scenario):
     primary = "get child"
     needs = ("get_resource",)
     PARAMETERS = {
-        "reads": Param(1000, READS, f"GETs of random children after the ingest, {READS.range}"),
+        "reads": Param(1000, READS, f"GETs of random children after the ingest, {READS.range}", metavar="N"),
         "cold_reads": Param(20, COLD_READS, f"GETs of random children after dropping the OS page cache "
-                                            f"(root only), {COLD_READS.range}"),
+                                            f"(root only), {COLD_READS.range}", metavar="N"),
     }
 
     def run(self, system, driver) -> Outcome:

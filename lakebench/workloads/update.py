@@ -34,9 +34,10 @@ class Update(Scenario):
     primary = "update"
     needs = ("replace_literals", "get_resource")
     PARAMETERS = {
-        "updates": Param(1000, UPDATES, f"updates after the ingest, each to a random child, {UPDATES.range}"),
+        "updates": Param(1000, UPDATES, f"updates after the ingest, each to a random child, {UPDATES.range}",
+                         metavar="N"),
         "replaced": Param(10, REPLACED, f"literal triples each update replaces, {REPLACED.range} "
-                                        "(all of a child's literal triples if it has fewer)"),
+                                        "(all of a child's literal triples if it has fewer)", metavar="N"),
     }
 
     def run(self, system, driver) -> Outcome:

@@ -23,7 +23,7 @@ import random
 from lakebench.argtypes import Bounded
 from lakebench.workload import ALPHABET
 from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
-from lakebench.workloads.read import literals_held, resource_triples
+from lakebench.workloads.read import literals_if_whole
 
 UPDATES = Bounded(int, 1, 100_000)  # the workload keeps every update applied, to check it
 REPLACED = Bounded(int, 1, 1000)
@@ -49,10 +49,11 @@ class Update(Scenario):
         applied: list[tuple[int, list[tuple[str, str, str]]]] = []  # (child, (predicate, old, new)...)
         errors = driver.outcome.errors
         driver.phase("update")
+        bar = driver.progress(self.params["updates"], "update", "update")
         for _ in range(self.params["updates"]):
-            index = rng.randrange(created)
-            changed = now.setdefault(index, {})
-            literals = self._literals(index, changed)
+            child = self.dataset.child(rng.randrange(created))
+            changed = now.setdefault(child.index, {})
+            literals = _literals(child, changed)
             taken = {value for _, value in literals}
             slots = rng.sample(range(len(literals)), replaced)
             news = []
@@ -61,10 +62,14 @@ class Update(Scenario):
                 taken.add(news[-1])
             replacements = [(*literals[slot], new) for slot, new in zip(slots, news)]
             refused = errors.get("update", 0)
-            driver.attempt("update", system.replace_literals, self.dataset.child(index).path, replacements)
+            driver.attempt("update", system.replace_literals, child.path, replacements)
             if errors.get("update", 0) == refused:
                 changed.update(zip(slots, news))
-                applied.append((index, replacements))
+                applied.append((child.index, replacements))
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
         driver.phase("verify")
         verified = self._verify(system, now, applied)
         driver.read_parent(system)
@@ -74,29 +79,22 @@ class Update(Scenario):
         }}
         return driver.outcome
 
-    def _literals(self, index: int, changed: dict[int, str]) -> list[tuple[str, str]]:
-        """``(predicate, literal)`` of child ``index``'s literal group as the system should hold it."""
-        literals = [(p, o) for p, o, is_iri in self.dataset.child(index).triples if not is_iri]
-        return [(p, changed.get(slot, o)) for slot, (p, o) in enumerate(literals)]
-
     def _verify(self, system, now: dict[int, dict[int, str]], applied) -> int:
         """How many updates of ``applied`` the system holds (each child read once, untimed)."""
-        held: dict[int, dict[str, set[str]] | None] = {}
-        for index in {index for index, _ in applied}:
+        held: dict[int, dict[str, set[str]] | None] = {}  # None: the child is not whole
+        for index in sorted({index for index, _ in applied}):
             try:
                 retrieval = system.get_resource(self.dataset.child(index).path)
             except Exception:  # noqa: BLE001 - a child that cannot be read holds none of its updates
                 held[index] = None
-                continue
-            triples = len(resource_triples(retrieval))
-            # A child that lost or gained triples holds none of its updates.
-            held[index] = literals_held(retrieval) if triples == self.dataset.triples else None
+            else:  # a child that lost or gained triples holds none of its updates either
+                held[index] = literals_if_whole(retrieval, self.dataset.triples)
         verified = 0
         for index, replacements in applied:
             literals, expected = held[index], {}
             if literals is None:
                 continue
-            for predicate, value in self._literals(index, now[index]):
+            for predicate, value in _literals(self.dataset.child(index), now[index]):
                 expected.setdefault(predicate, set()).add(value)
             verified += all(
                 (new in literals.get(p, ())) == (new in expected[p])
@@ -112,6 +110,19 @@ class Update(Scenario):
                          "triples_replaced": updates["requested"] * updates["replaced_per_update"]},
                 "held": {"children": count_containment(outcome.retrieval), "updates_verified": updates["verified"]},
                 **outcome.details}
+
+
+def _literals(child, changed: dict[int, str]) -> list[tuple[str, str]]:
+    """``(predicate, literal)`` of ``child``'s literal group as the system should hold it: as
+    generated, but for the slots ``changed`` by updates.
+
+    >>> from lakebench.workload import Workload
+    >>> child = Workload(children=1, triples=4).child(0)
+    >>> [p.rsplit("#")[1] for p, _ in _literals(child, {1: "new"})], _literals(child, {1: "new"})[1][1]
+    (['p0', 'p0'], 'new')
+    """
+    literals = [(p, o) for p, o, is_iri in child.triples if not is_iri]
+    return [(p, changed.get(slot, o)) for slot, (p, o) in enumerate(literals)]
 
 
 def _draw(rng: random.Random, length: int, taken: set[str]) -> str:

@@ -128,3 +128,27 @@ def test_cold_reads_are_cold_or_absent(tmp_path):
 def test_bad_options_refused(argv, tmp_path):
     line = _refused(lakebench("run", "--systems", "memory", "--children", "2", "--out", str(tmp_path), *argv))
     assert "--updates" in line or "--replaced" in line or "--reads" in line or "--cold-reads" in line
+
+
+@pytest.mark.parametrize("name", ["lmdb-nosync", "oxigraph", "memory", "lmdb-http-nosync"])
+def test_replaced_literals_escape_alike(tmp_path, name):
+    """Literals that every serializer must escape are deleted and inserted as the store holds them."""
+    from lakebench.workload import Workload
+    from lakebench.workloads.read import literals_held
+
+    dataset = Workload(children=2, triples=8, seed=1)
+    system = systems.load(name)(tmp_path, dataset)
+    try:
+        system.setup()
+        for child in dataset:
+            system.create_child(system.prepare(child))
+        child = dataset.child(1)
+        literals = [t for t in child.triples if not t[2]]  # lit#p0 twice, lit#p1 twice
+        (p0, old0, _), (p1, old1, _) = literals[:2]
+        tricky = ['a"b\\c\nd\te', "\U0001F600 \u05d0 \\u0041 'q'"]
+        system.replace_literals(child.path, [(p0, old0, tricky[0]), (p1, old1, tricky[1])])
+        held = literals_held(system.get_resource(child.path))
+    finally:
+        system.close()
+    assert held == {p0: set(tricky), literals[2][0]: {literals[2][1], literals[3][1]}}
+

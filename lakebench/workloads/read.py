@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 
 from lakebench.argtypes import Bounded
-from lakebench.drivers import drop_page_cache
 from lakebench.workload import NS, Child
 from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
 
@@ -37,6 +36,8 @@ class Read(Scenario):
     }
 
     def run(self, system, driver) -> Outcome:
+        from lakebench.drivers import drop_page_cache
+
         driver.ingest(system, self.dataset)
         created = driver.outcome.created()
         driver.phase("read")

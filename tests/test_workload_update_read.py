@@ -47,7 +47,7 @@ def test_every_update_held(updated, name):
                                 "stale": 0}
     assert entry["sent"] == {"children": CHILDREN, "triples": CHILDREN * 200, "updates": 30,
                              "triples_replaced": 300}
-    assert entry["held"] == {"children": CHILDREN, "updates_verified": 30}
+    assert entry["held"] == {"children": CHILDREN, "updates": 30}
     assert entry["operations"]["update"]["count"] == 30
     assert entry["operations"]["update"].get("errors", 0) == 0
     assert entry["operations"]["create"]["count"] == CHILDREN
@@ -63,7 +63,7 @@ def test_every_read_holds_its_child(read, name):
     assert entry["status"] == "ok", entry.get("error")
     assert entry["reads"] == {"requested": 30, "ok": 30, "checked": 30, "cold_requested": 0, "cold": False,
                               "cold_done": 0, "cold_ok": 0}
-    assert entry["held"] == {"children": CHILDREN, "reads_ok": 30}
+    assert entry["held"] == {"children": CHILDREN, "reads": 30}
     assert entry["operations"]["get child"]["count"] == 30
     assert entry["operations"]["get child"]["per_second"] > 0
     assert "get child cold" not in entry["operations"]
@@ -98,7 +98,7 @@ def test_lost_updates_and_triples_show(tmp_path, forgetful):
     entry = _run(tmp_path / "u", "update", {"updates": 4})
     assert entry["status"] == "ok", entry.get("error")
     assert entry["updates"]["applied"] == 4 and entry["updates"]["verified"] == 0
-    assert entry["updates"]["stale"] == 4 and entry["held"]["updates_verified"] == 0
+    assert entry["updates"]["stale"] == 4 and entry["held"]["updates"] == 0
     entry = _run(tmp_path / "r", "read", {"reads": 3, "cold_reads": 0})
     assert entry["reads"]["checked"] == 3 and entry["reads"]["ok"] == 0
 

@@ -80,7 +80,7 @@ class Read(Scenario):
         return {"sent": {"children": created, "triples": created * self.dataset.triples,
                          "reads": self.params["reads"]},
                 "held": {"children": count_containment(outcome.retrieval),
-                         "reads_ok": outcome.details["reads"]["ok"]},
+                         "reads": outcome.details["reads"]["ok"]},
                 **outcome.details}
 
 

@@ -108,7 +108,7 @@ class Update(Scenario):
         return {"sent": {"children": created, "triples": created * self.dataset.triples,
                          "updates": updates["requested"],
                          "triples_replaced": updates["requested"] * updates["replaced_per_update"]},
-                "held": {"children": count_containment(outcome.retrieval), "updates_verified": updates["verified"]},
+                "held": {"children": count_containment(outcome.retrieval), "updates": updates["verified"]},
                 **outcome.details}
 
 

@@ -144,6 +144,11 @@ _FIGURES = {
     "binaries": Field({"size_bytes": Field("int", need=ALWAYS), "count": Field("int", need=ALWAYS),
                        **_numbers("put_mb_per_s", "get_mb_per_s", null=True),
                        **{name: Field("int") for name in ("sampled", "verified", "mismatched")}}),
+    # update and read (lakebench.workloads.update, .read): what was asked, done and checked.
+    "updates": Field({"requested": Field("int"), "replaced_per_update": Field("int"),
+                      **_numbers("applied", "verified", "stale")}),
+    "reads": Field({"requested": Field("int"), "cold_requested": Field("int"), "cold": Field("bool"),
+                    **_numbers("ok", "checked", "cold_done", "cold_ok")}),
     "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),

@@ -212,6 +212,9 @@ def notes(document: dict) -> list[str]:
                              + (f"; first: {e['first_error']}" if e.get("first_error") else ""))
             if e.get("binaries"):
                 lines.append(binaries_note(label, e["binaries"]))
+            reads = e.get("reads") or {}
+            if reads.get("cold_requested") and not reads.get("cold"):
+                lines.append(f"{label}: no cold reads: the OS page cache could not be dropped (needs root)")
             value, basis = figures.bytes_per_triple(e, per_child)
             sent_divisor = sent_divisor or (value is not None and basis == "sent")
     if sent_divisor and document.get("workload", {}).get("name", "flat") == "flat":  # the only B/triple column

@@ -11,7 +11,7 @@ commits to the OS only (what pyoxigraph does by default).
 from __future__ import annotations
 
 from lakebench.store import LmdbStore
-from lakebench.store.terms import iri
+from lakebench.store.terms import iri, literal
 from lakebench.systems.base import Retrieval, System
 from lakebench.workload import LDP_CONTAINS, Child
 
@@ -71,6 +71,16 @@ class LmdbSystem(System):
         uri = self.workload.base + path
         body = self.store.serialize(graph=iri(uri), format="nt")
         return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
+
+    def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
+        graph = iri(self.workload.base + path)  # a child's graph is named by the child, its subject
+
+        def change(txn) -> None:  # one store write: all removed and added, or nothing
+            for predicate, old, _ in replacements:
+                txn.remove(graph, iri(predicate), literal(old), graph)
+            txn.add([(graph, iri(predicate), literal(new), graph) for predicate, _, new in replacements])
+
+        self.store.write(change)
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)

@@ -6,7 +6,7 @@ reaches disk, so it reports no on-disk size.
 """
 from __future__ import annotations
 
-from rdflib import Dataset, URIRef
+from rdflib import Dataset, Literal, URIRef
 from rdflib.graph import Graph
 
 from lakebench.systems.base import Retrieval, System
@@ -67,6 +67,14 @@ class MemorySystem(System):
         uri = self.workload.base + path
         body = self.dataset.graph(URIRef(uri)).serialize(format="nt", encoding="utf-8")
         return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
+
+    def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
+        subject = URIRef(self.workload.base + path)
+        graph = self.dataset.graph(subject)
+        for predicate, old, _ in replacements:
+            graph.remove((subject, URIRef(predicate), Literal(old)))
+        for predicate, _, new in replacements:
+            graph.add((subject, URIRef(predicate), Literal(new)))
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.dataset)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyoxigraph as ox
 
 from lakebench.systems.base import Retrieval, System
-from lakebench.workload import LDP_CONTAINS, Child
+from lakebench.workload import LDP_CONTAINS, Child, escape_string
 
 CONTAINS = ox.NamedNode(LDP_CONTAINS)
 
@@ -71,6 +71,17 @@ class OxigraphSystem(System):
         graph = ox.NamedNode(self.workload.base + path)
         body = self.store.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)  # the child's graph
         return Retrieval(body=body, parent_uri=graph.value, content_type="application/n-triples")
+
+    def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
+        # One SPARQL Update is one transaction of the store (Store.remove and
+        # Store.add would be one each).
+        uri = self.workload.base + path
+
+        def data(index: int) -> str:
+            return " ".join(f'<{uri}> <{r[0]}> "{escape_string(r[index])}" .' for r in replacements)
+
+        self.store.update(f"DELETE DATA {{ GRAPH <{uri}> {{ {data(1)} }} }} ;\n"
+                          f"INSERT DATA {{ GRAPH <{uri}> {{ {data(2)} }} }}")
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)

@@ -21,6 +21,10 @@ WORKLOADS: dict[str, tuple[str, str]] = {
     "deep": ("lakebench.workloads.deep:Deep",
              "a hierarchy of containers (depth x fan-out), one leaf each at the bottom; "
              "top, middle and leaf read as it grows"),
+    "update": ("lakebench.workloads.update:Update",
+               "a flat ingest, then random children's literals replaced (SPARQL Update PATCH) and checked"),
+    "read": ("lakebench.workloads.read:Read",
+             "a flat ingest, then random children read one at a time (GET), warm and cold"),
 }
 
 DEFAULT = "flat"

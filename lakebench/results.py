@@ -125,6 +125,7 @@ _FIGURES = {
     "skip_reason": Field("str"),
     "durability": Field("str", null=True),
     "transport": Field("str", null=True),
+    "system_options": Field({"*": Field("any")}),
     "driver": Field("str"),
     "users": Field("int"),
     "children": Field("int", need=IF_OK),

@@ -8,7 +8,8 @@ MODULES = ["lakebench.argtypes", "lakebench.workload", "lakebench._workload", "l
            "lakebench.results", "lakebench.monitor", "lakebench.report.fmt", "lakebench.report.charts", "lakebench.locust.dispensing",
            "lakebench.locust.ingest", "lakebench.locust.record", "lakebench.report.seed",
            "lakebench.systems.lakesuperior", "lakebench.process", "lakebench.compare",
-           "lakebench.workloads", "lakebench.workloads.base", "lakebench.systems.base", "lakebench.systems.ldp"]
+           "lakebench.workloads", "lakebench.workloads.base", "lakebench.systems.base", "lakebench.systems.ldp",
+           "lakebench.systems", "lakebench.server.serving"]
 
 
 @pytest.mark.parametrize("name", MODULES)

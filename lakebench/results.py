@@ -15,6 +15,7 @@ A results directory holds:
 """
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import math
@@ -408,7 +409,9 @@ def aggregate(name: str, runs: list[dict]) -> dict:
         "successful_runs": len(ok),
     }
     if ok:
-        base = {k: v for k, v in ok[0].items() if k not in ("samples", "system", "run", "status", "error")}
+        # A deep copy: the means replace figures nested in it, which must stay the first run's own.
+        base = copy.deepcopy({k: v for k, v in ok[0].items() if k not in ("samples", "system", "run", "status",
+                                                                          "error")})
         std: dict = {}
         for path in _numeric_paths(base):
             values = [get_path(r, path) for r in ok]

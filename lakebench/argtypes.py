@@ -133,6 +133,33 @@ class Duration(Bounded):
         return seconds
 
 
+class Choice:
+    """An argparse ``type``: one of a few words, as written.
+
+    >>> worker = Choice("gevent", "gthread", "sync")
+    >>> worker("sync"), worker.range
+    ('sync', 'gevent, gthread or sync')
+    >>> worker("eventlet")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be gevent, gthread or sync, got 'eventlet'
+    """
+
+    __name__ = "choice"
+
+    def __init__(self, *choices: str):
+        self.choices = choices
+
+    @property
+    def range(self) -> str:
+        return ", ".join(self.choices[:-1]) + " or " + self.choices[-1] if len(self.choices) > 1 else self.choices[0]
+
+    def __call__(self, text: str) -> str:
+        if text.strip() not in self.choices:
+            raise argparse.ArgumentTypeError(f"must be {self.range}, got {text.strip()!r}")
+        return text.strip()
+
+
 #: A TCP port.
 PORT = Bounded(int, 1, 65_535)
 #: How long ``start`` waits for a server it started (Fedora, LAKEsuperior) to answer.

@@ -79,6 +79,19 @@ def _system_option(text: str) -> tuple[str, str]:
     return key.replace("-", "_"), value.strip()
 
 
+class _SystemOptions(argparse._AppendAction):
+    """``--system-option``: its --help ends with every system's options, loaded only when shown
+    (every system's module imported would slow each start of the command, serve's too)."""
+
+    @property
+    def help(self) -> str:
+        return self._help + systems.options_help()
+
+    @help.setter
+    def help(self, text: str) -> None:
+        self._help = text
+
+
 def _workload_parameters() -> dict[str, tuple[object, list[str]]]:
     """Every workload's options: name -> (its Param, the workloads that take it)."""
     found: dict[str, tuple[object, list[str]]] = {}
@@ -144,10 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="base URL of a running LDP server: required by the ldp system; for fcrepo "
                      "or lakesuperior, use that server (e.g. http://host:8080/rest/, "
                      "http://host:8000/ldp/) instead of starting one")
-    run.add_argument("--system-option", type=_system_option, action="append", default=[], metavar="KEY=VALUE",
-                     help="an option of the systems' servers, repeatable: server_workers=N (lmdb-http, "
-                     "lakesuperior: gunicorn worker processes), worker_class=gevent|gthread|sync (lmdb-http: "
-                     "gunicorn's worker class)")
+    run.add_argument("--system-option", type=_system_option, action=_SystemOptions, default=[], metavar="KEY=VALUE",
+                     help="an option of the chosen systems, repeatable; each applies to the systems that "
+                     "take it; a key none of --systems takes, or a value out of range, is an error; "
+                     "recorded in each entry's system_options. The options: ")
     run.add_argument("--fcrepo-version", default=None,
                      help="Fedora version lakebench starts for the fcrepo system (default: 4.7.5; "
                      "the fcrepo6 system is 6.1.0)")
@@ -238,6 +251,10 @@ def cmd_run(args) -> int:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
                              f"{', '.join(in_process)}")
     params = _chosen_workload_parameters(args)
+    try:
+        system_options = systems.parse_options(args.systems, args.system_option)
+    except ValueError as exc:
+        raise UsageError(f"lakebench run: error: {exc}") from None
     if "ldp" in args.systems and not args.system_url:
         raise UsageError("lakebench run: error: the ldp system needs --system-url")
     out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
@@ -268,7 +285,7 @@ def cmd_run(args) -> int:
         checkpoints=args.checkpoints,
         command=" ".join(["lakebench", *sys.argv[1:]]),
         options={
-            **dict(args.system_option),
+            **system_options,
             "system_url": args.system_url,
             "fcrepo_version": args.fcrepo_version,
             "fcrepo_heap": args.fcrepo_heap,

@@ -15,6 +15,7 @@ A results directory holds:
 """
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import math
@@ -155,6 +156,7 @@ _FIGURES = {
     "skip_reason": Field("str"),
     "durability": Field("str", null=True),
     "transport": Field("str", null=True),
+    "system_options": Field({"*": Field("any")}),
     "driver": Field("str"),
     "users": Field("int"),
     "children": Field("int", need=IF_OK),
@@ -441,7 +443,9 @@ def aggregate(name: str, runs: list[dict]) -> dict:
         "successful_runs": len(ok),
     }
     if ok:
-        base = {k: v for k, v in ok[0].items() if k not in ("samples", "system", "run", "status", "error")}
+        # A deep copy: the means replace figures nested in it, which must stay the first run's own.
+        base = copy.deepcopy({k: v for k, v in ok[0].items() if k not in ("samples", "system", "run", "status",
+                                                                          "error")})
         std: dict = {}
         for path in _numeric_paths(base):
             values = [get_path(r, path) for r in ok]

@@ -515,6 +515,9 @@ def run(config: RunConfig, log=print) -> dict:
                 entry = results.aggregate(name, runs[(name, c)])
             if c.variant:
                 entry["variant"] = c.variant
+            chosen = systems.load(name).option_values(config.options)  # --system-option, defaults included
+            if chosen:
+                entry["system_options"] = chosen
             case_entries.append(entry)
         results.compare_with_reference(case_entries, reference)
         entries += case_entries

@@ -26,6 +26,14 @@ from lakebench.cli import main
         (["run", "--triples", "2"], "must be from 4 to"),
         (["run", "--parent", "a/b"], "one path segment"),
         (["run", "--systems", "ldp"], "needs --system-url"),
+        (["run", "--systems", "lmdb-http", "--system-option", "worker_class=foo"],
+         "--system-option worker_class=foo: must be gevent, gthread or sync, got 'foo'"),
+        (["run", "--systems", "lmdb-http", "--system-option", "no_such=1"], "--system-option no_such: no system"),
+        (["run", "--systems", "memory", "--system-option", "worker_class=sync"], "memory takes no option"),
+        (["run", "--systems", "lmdb-http", "--system-option", "server_workers=0"], "must be from 1 to 64, got 0"),
+        (["run", "--systems", "lmdb-http", "--system-option", "worker_class=sync", "--system-option",
+          "client_timeout=5"], "client_timeout applies to the gevent worker, not sync"),
+        (["run", "--systems", "lmdb-http", "--system-option", "worker_class"], "expected KEY=VALUE"),
         (["frobnicate"], "invalid choice"),
         (["table", "/nonexistent-results"], "no results.json"),
     ],
@@ -50,6 +58,31 @@ def test_help_lists_systems():
     out = subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "memory" in out and "oxigraph" in out and "--children" in out
+
+
+def test_help_lists_every_system_option():
+    from lakebench import systems
+
+    out = " ".join(subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--help"],
+                                  capture_output=True, text=True, check=True).stdout.split())
+    for name in systems.SYSTEMS:
+        for key, option in systems.load(name).OPTIONS.items():
+            assert f"{key}:" in out and option.type.range in out.replace("- ", "-"), key
+
+
+def test_a_system_option_reaches_the_server_and_the_results(tmp_path, capsys):
+    from lakebench import results
+
+    rc = main(["run", "--systems", "lmdb-http-nosync,memory", "--children", "20", "--system-option",
+               "worker-class=gthread", "--keep-data", "--checkpoints", "none", "--out", str(tmp_path),
+               "--tail-seconds", "0", "--quiet"])
+    assert rc == 0
+    document = results.load(tmp_path)
+    http, memory = document["systems"]
+    assert http["system_options"] == {"server_workers": 1, "worker_class": "gthread"}  # no client_timeout
+    assert "system_options" not in memory  # takes none
+    (log,) = (tmp_path / "data").glob("lmdb-http-nosync*/serve.log")
+    assert "Using worker: LakebenchGthreadWorker" in log.read_text()
 
 
 def test_run_end_to_end_prints_table(tmp_path, capsys):

@@ -41,6 +41,10 @@ def test_aggregate_mean_std_and_exact_counts():
     assert entry["parent"]["containment_triples"] == 10 and isinstance(entry["parent"]["containment_triples"], int)
     assert entry["triples_total"] == 2010
     assert len(entry["samples"]) == 2 and "samples" not in entry["runs"][0]
+    # Each run keeps its own figures, nested ones too; the entry holds their means.
+    assert [r["per_resource_ms"]["mean"] for r in entry["runs"]] == [1.0, 3.0]
+    assert [r["parent"]["seconds"] for r in entry["runs"]] == [0.1, 0.3]
+    assert entry["per_resource_ms"]["mean"] == 2.0 and entry["parent"]["seconds"] == pytest.approx(0.2)
 
 
 def test_failed_run_marks_system_failed_but_keeps_figures():

@@ -3,7 +3,9 @@
 The WSGI application (:mod:`lakebench.server.app`) runs under gunicorn,
 a production pre-fork server, with an event-loop worker
 (:mod:`lakebench.server.serving`): a slow or silent client costs a
-connection slot, never a worker.  Each worker process opens the LMDB
+connection slot, never a worker (``--worker-class gthread`` or ``sync``
+choose gunicorn's threaded or synchronous worker instead, to measure the
+choice).  Each worker process opens the LMDB
 environment itself after the fork; LMDB serializes their writes and gives
 each reader a snapshot.  SIGTERM stops it gracefully (requests in flight
 finish).  Loopback only unless ``--host`` says otherwise.
@@ -17,6 +19,10 @@ import sys
 from pathlib import Path
 
 DEFAULT_PORT = 8000
+#: gunicorn's worker models ``--worker-class`` chooses from, the default first
+#: (:func:`lakebench.server.serving.worker_class` makes them; named here so
+#: that the command line and the systems' options need not import gevent).
+WORKER_CLASSES = ("gevent", "gthread", "sync")
 
 
 def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_binary: int | None = None,
@@ -42,7 +48,7 @@ def _prepare_store(data: Path, base: str, durable: bool) -> None:
 def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
           durability: str = "durable", base_url: str | None = None, max_body: int | None = None,
           access_log: bool = False, max_binary: int | None = None, client_timeout: float | None = None,
-          max_connections: int | None = None) -> None:
+          max_connections: int | None = None, worker_class: str = "gevent") -> None:
     """Run the server in the foreground until SIGTERM or SIGINT."""
     from gunicorn.app.base import BaseApplication
 
@@ -68,9 +74,11 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
         "bind": f"{host}:{port}",
         "workers": workers,
         # One event loop per worker (gevent), a greenlet per connection, with
-        # timeouts and a connection cap: see lakebench.server.serving.
-        "worker_class": serving.worker_class(serving.CLIENT_TIMEOUT if client_timeout is None
-                                             else client_timeout),
+        # timeouts and a connection cap: see lakebench.server.serving.  gthread:
+        # one thread, so the store's write batch always sees the same one.
+        "worker_class": serving.worker_class(worker_class, serving.CLIENT_TIMEOUT if client_timeout is None
+                                             else client_timeout, on_exit=ldp_app.close),
+        "threads": 1,
         "worker_connections": serving.MAX_CONNECTIONS if max_connections is None else max_connections,
         "keepalive": serving.KEEPALIVE,
         "limit_request_line": serving.LIMIT_REQUEST_LINE,
@@ -78,7 +86,8 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
         "limit_request_field_size": serving.LIMIT_REQUEST_FIELD_SIZE,
         "control_socket_disable": True,
         # A worker that exits cleanly commits its write batch (on the thread
-        # that opened it: greenlets share the worker's one thread), so the
+        # that opened it: greenlets share the worker's one thread, sync serves
+        # on it; gthread's thread has done it already, see on_exit), so the
         # store at rest needs no recovery.
         "worker_exit": lambda arbiter, worker: ldp_app.close(),
         "timeout": 600,  # a 10,000-child container is streamed in well under this
@@ -127,13 +136,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-binary", type=int, default=None,
                         help="largest binary (non-RDF) body in bytes, streamed to disk; larger is 413 "
                         "(default: 64 GiB)")
+    parser.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent",
+                        help="gunicorn's worker: gevent (default), an event loop serving every connection "
+                        "at once, with the timeouts below; gthread, one thread serving one request at a "
+                        "time, with keep-alive; sync, one request at a time, the connection closed after "
+                        "each response. With gthread or sync one slow client stalls a worker: they are "
+                        "here to be measured against gevent")
     parser.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
                         help="a request head must arrive within this time, and a client sending a body "
                         "or receiving a response must make progress within it, else its connection "
-                        "is closed (default: 30)")
+                        "is closed, 0.1 to 86400 (gevent worker only; default: 30)")
     parser.add_argument("--max-connections", type=int, default=None, metavar="N",
-                        help="connections each worker serves at once; more wait to be accepted "
-                        "(default: 1000)")
+                        help="connections each worker serves at once, 1 to 100000; more wait to be "
+                        "accepted (gevent and gthread workers; default: 1000)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request")
     parser.set_defaults(func=main)
     return parser
@@ -153,6 +168,14 @@ def main(args) -> int:
     if args.max_connections is not None and not 1 <= args.max_connections <= 100_000:
         print("lakebench serve: error: --max-connections must be in 1..100000", file=sys.stderr)
         return 2
+    if args.client_timeout is not None and args.worker_class != "gevent":
+        print(f"lakebench serve: error: --client-timeout applies to the gevent worker, not {args.worker_class}",
+              file=sys.stderr)
+        return 2
+    if args.max_connections is not None and args.worker_class == "sync":
+        print("lakebench serve: error: --max-connections does not apply to the sync worker (one connection "
+              "at a time)", file=sys.stderr)
+        return 2
     from lakebench._store import StoreError
 
     logging.basicConfig(level=logging.INFO)
@@ -160,7 +183,7 @@ def main(args) -> int:
         serve(args.data, host=args.host, port=args.port, workers=args.workers, durability=args.durability,
               base_url=args.base_url, max_body=args.max_body, access_log=args.access_log,
               max_binary=args.max_binary, client_timeout=args.client_timeout,
-              max_connections=args.max_connections)
+              max_connections=args.max_connections, worker_class=args.worker_class)
     except (OSError, StoreError) as exc:  # e.g. DIR is a file, or not a store
         print(f"lakebench serve: error: {exc}", file=sys.stderr)
         return 1

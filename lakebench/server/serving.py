@@ -1,5 +1,9 @@
 """How ``lakebench serve`` meets its clients: gunicorn's gevent worker, with timeouts.
 
+(``--worker-class gthread`` and ``sync`` are gunicorn's threaded and
+synchronous workers instead, kept to measure the choice against: see
+:func:`worker_class`; the bounds below are the gevent worker's.)
+
 Each worker process runs one event loop (gevent) and serves every
 connection in a greenlet of its own, so a client that is silent, slow or
 stalled costs one connection slot (a greenlet and a socket, a few KiB),
@@ -35,16 +39,20 @@ waits for a client.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import gevent
 from gevent import socket as gsocket
 from gunicorn import http, util
 from gunicorn.http.errors import NoMoreData
 from gunicorn.workers.ggevent import GeventWorker
+from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
+from gunicorn.workers.sync import SyncWorker
 
 from lakebench.server.responses import FileRange
 
@@ -77,9 +85,23 @@ class _HeadTimeout(Exception):
     """The request head did not arrive in time."""
 
 
-def worker_class(client_timeout: float = CLIENT_TIMEOUT) -> type:
-    """The worker class for gunicorn, with ``client_timeout`` (seconds)."""
-    return type("LakebenchWorker", (Worker,), {"client_timeout": float(client_timeout)})
+def worker_class(kind: str = "gevent", client_timeout: float = CLIENT_TIMEOUT, on_exit=None) -> type:
+    """The worker class for gunicorn, ``kind`` of ``--worker-class``: ``gevent``,
+    :class:`Worker`, an event loop, a greenlet per connection, with the timeouts
+    above; ``gthread``, :class:`ThreadedWorker`, one thread serving one request at
+    a time, with HTTP keep-alive (what ``lakebench serve`` ran before the gevent
+    worker: one slow client stalls it); ``sync``, :class:`SynchronousWorker`, one
+    request at a time, the connection closed after every response.  ``client_timeout``
+    seconds (gevent); ``on_exit()`` (gthread) is called when a worker stops, on the thread
+    that served its requests, which the store's write batch belongs to (gevent and sync serve
+    on the worker's main thread, where gunicorn's ``worker_exit`` hook runs).
+
+    >>> worker_class("gthread").__name__
+    'LakebenchGthreadWorker'
+    """
+    base = {"gevent": Worker, "gthread": ThreadedWorker, "sync": SynchronousWorker}[kind]
+    return type(f"Lakebench{kind.title()}Worker", (base,),
+                {"client_timeout": float(client_timeout), "on_exit": staticmethod(on_exit or (lambda: None))})
 
 
 class Worker(GeventWorker):
@@ -155,6 +177,44 @@ class Worker(GeventWorker):
             except TimeoutError:
                 continue
         return False
+
+
+class ThreadedWorker(GthreadWorker):
+    """gunicorn's gthread worker with one thread (one request at a time) and keep-alive.
+
+    The store's write batch belongs to that thread, so ``on_exit`` runs there
+    too, queued behind the last request when the worker stops.
+    """
+
+    on_exit = staticmethod(lambda: None)
+
+    def init_process(self):
+        util.write_error = write_error
+        super().init_process()
+
+    def get_thread_pool(self):
+        return _ClosingPool(self.on_exit)
+
+
+class _ClosingPool(ThreadPoolExecutor):
+    """One thread; at shutdown it runs ``on_exit`` last, and the worker waits for it."""
+
+    def __init__(self, on_exit):
+        super().__init__(max_workers=1)
+        self._on_exit = on_exit
+
+    def shutdown(self, wait=True, **kwargs):
+        with contextlib.suppress(RuntimeError):  # already shut down
+            self.submit(self._on_exit)
+        super().shutdown(wait=True, **kwargs)
+
+
+class SynchronousWorker(SyncWorker):
+    """gunicorn's sync worker: one request at a time on the worker's main thread, no keep-alive."""
+
+    def init_process(self):
+        util.write_error = write_error
+        super().init_process()
 
 
 def _buffered(parser) -> bool:

@@ -6,6 +6,7 @@ dependency of one system never stops the others.
 """
 from __future__ import annotations
 
+import argparse
 from importlib import import_module
 
 SYSTEMS: dict[str, str] = {
@@ -39,3 +40,53 @@ def load_target(spec: str):
 def load(name: str):
     """The System class registered as ``name``."""
     return load_target(target(name))
+
+
+def parse_options(names: list[str], given: list[tuple[str, str]]) -> dict:
+    """``--system-option`` ``(key, text)`` pairs for systems ``names``, each read by the type
+    the systems that take it declare (``System.OPTIONS``); ValueError, in one line, for a
+    key none of them takes, a key given twice, or a value out of range.
+
+    >>> parse_options(["lmdb-http", "lmdb"], [("worker_class", "sync"), ("server_workers", "2")])
+    {'worker_class': 'sync', 'server_workers': 2}
+    >>> parse_options(["lmdb"], [("worker_class", "sync")])
+    Traceback (most recent call last):
+    ...
+    ValueError: --system-option worker_class: no system of lmdb takes it (lmdb takes no option)
+    """
+    classes = {name: load(name) for name in names}
+    values: dict = {}
+    for key, text in given:
+        takers = [cls for cls in classes.values() if key in cls.OPTIONS]
+        if not takers:
+            taken = "; ".join(f"{name}: {', '.join(cls.OPTIONS)}" for name, cls in classes.items() if cls.OPTIONS)
+            raise ValueError(f"--system-option {key}: no system of {', '.join(names)} takes it ("
+                             + (f"options taken: {taken}" if taken else
+                                f"{'they take' if len(names) > 1 else f'{names[0]} takes'} no option") + ")")
+        if key in values:
+            raise ValueError(f"--system-option {key} is given twice")
+        try:
+            values[key] = takers[0].OPTIONS[key].type(text)
+            for cls in takers[1:]:  # the same key may mean the same to several systems, each checks it
+                cls.OPTIONS[key].type(text)
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            raise ValueError(f"--system-option {key}={text}: {exc}") from None
+    for name, cls in classes.items():
+        try:
+            cls.check_options({key: value for key, value in values.items() if key in cls.OPTIONS})
+        except ValueError as exc:
+            raise ValueError(f"--system-option for {name}: {exc}") from None
+    return values
+
+
+def options_help() -> str:
+    """Every system's ``--system-option`` keys, as ``lakebench run --help`` lists them."""
+    by_key: dict[str, tuple[object, list[str]]] = {}
+    for name in SYSTEMS:
+        try:
+            cls = load(name)
+        except ImportError:  # a system whose optional dependency is missing
+            continue
+        for key, option in cls.OPTIONS.items():
+            by_key.setdefault(key, (option, []))[1].append(name)
+    return "; ".join(f"{key}: [{', '.join(names)}] {option.describe()}" for key, (option, names) in by_key.items())

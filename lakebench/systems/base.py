@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from lakebench.workload import Child, Workload
 
@@ -37,6 +38,24 @@ class Retrieval:
     content_type: str = "text/turtle"
 
 
+@dataclass(frozen=True)
+class Option:
+    """One ``--system-option KEY=VALUE`` a system takes (its ``OPTIONS``).
+
+    ``type`` reads the text (a :mod:`lakebench.argtypes` type, which states
+    its ``range`` and raises ``argparse.ArgumentTypeError``); ``default`` is
+    what the system does without it, recorded in the results alike.
+    """
+
+    help: str
+    type: Callable[[str], object]
+    default: object = None
+
+    def describe(self) -> str:
+        """The option as --help and the docs state it: what it does, its range, its default."""
+        return f"{self.help}, {self.type.range} (default: {self.default})"
+
+
 class System:
     """Base class: one repository, driven by the runner.
 
@@ -50,11 +69,27 @@ class System:
     #: (written to the OS, not fsynced), or "volatile" (nothing reaches disk).
     durability: str = "?"
     transport: str = "in-process"
+    #: The ``--system-option`` keys this system takes (``lakebench run``
+    #: refuses a key no chosen system takes, or a value outside its range).
+    OPTIONS: dict[str, Option] = {}
 
     def __init__(self, data_dir: Path, workload: Workload, options: dict | None = None):
         self.data_dir = Path(data_dir)
         self.workload = workload
         self.options = dict(options or {})
+
+    @classmethod
+    def check_options(cls, values: dict) -> None:
+        """Raise ValueError, in one line, if the options given (``values``: those of OPTIONS) do not go together."""
+
+    @classmethod
+    def option_values(cls, options: dict) -> dict:
+        """What each of OPTIONS is in a run given ``options``, defaults included (recorded in results).
+
+        >>> System.option_values({"server_workers": 2})
+        {}
+        """
+        return {key: options.get(key, option.default) for key, option in cls.OPTIONS.items()}
 
     # -- the calls the runner times -------------------------------------
     def setup(self) -> None:

@@ -44,7 +44,8 @@ from functools import cached_property
 from urllib.parse import urljoin
 
 from lakebench import lakesuperior
-from lakebench.systems.base import SystemFailure
+from lakebench.argtypes import Bounded
+from lakebench.systems.base import Option, SystemFailure
 from lakebench.systems.ldp import TURTLE, LdpSystem, expect
 
 #: The lexical tokens of Turtle that may hold ``<...>``: long and short
@@ -121,6 +122,13 @@ class LakesuperiorSystem(LdpSystem):
     name = "lakesuperior"
     durability = "durable"
     version = lakesuperior.VERSION
+    OPTIONS = {"server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64),
+                                        lakesuperior.DEFAULT_WORKERS)}
+
+    @classmethod
+    def option_values(cls, options: dict) -> dict:
+        # A LAKEsuperior lakebench did not start (--system-url) runs as its owner set it up.
+        return {} if options.get("system_url") else super().option_values(options)
 
     def start_server(self) -> str:
         self.server = None

@@ -12,7 +12,9 @@ import subprocess
 import sys
 
 from lakebench import process
-from lakebench.systems.base import SystemFailure
+from lakebench.argtypes import Bounded, Choice
+from lakebench.server import WORKER_CLASSES
+from lakebench.systems.base import Option, SystemFailure
 from lakebench.systems.ldp import LdpSystem
 
 READY_TIMEOUT = 60.0
@@ -21,6 +23,27 @@ READY_TIMEOUT = 60.0
 class LmdbHttpSystem(LdpSystem):
     name = "lmdb-http"
     durability = "durable"
+    # --system-option KEY=VALUE: the options of ``lakebench serve`` worth measuring.
+    OPTIONS = {
+        "server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64), 1),
+        "worker_class": Option("gunicorn's worker (serve --worker-class)", Choice(*WORKER_CLASSES),
+                               WORKER_CLASSES[0]),
+        "client_timeout": Option("seconds a client may stall, gevent worker only (serve --client-timeout)",
+                                 Bounded(float, 0.1, 86_400), 30.0),
+    }
+
+    @classmethod
+    def check_options(cls, values: dict) -> None:
+        worker = values.get("worker_class", "gevent")
+        if worker != "gevent" and "client_timeout" in values:
+            raise ValueError(f"client_timeout applies to the gevent worker, not {worker}")
+
+    @classmethod
+    def option_values(cls, options: dict) -> dict:
+        values = super().option_values(options)
+        if values["worker_class"] != "gevent":
+            del values["client_timeout"]  # not a setting of the other workers
+        return values
 
     def start_server(self) -> str:
         port = process.free_port()
@@ -30,7 +53,10 @@ class LmdbHttpSystem(LdpSystem):
             sys.executable, "-m", "lakebench.cli", "serve", "--data", str(self.store_dir),
             "--host", "127.0.0.1", "--port", str(port), "--durability", self.durability,
             "--workers", str(self.options.get("server_workers", 1)),
+            "--worker-class", self.options.get("worker_class", "gevent"),
         ]
+        if "client_timeout" in self.options:
+            command += ["--client-timeout", str(self.options["client_timeout"])]
         self._log = open(self.log_path, "wb")
         self.server = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL)

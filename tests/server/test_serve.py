@@ -68,6 +68,25 @@ def test_a_clean_stop_commits_the_write_batch(serve, tmp_path, durability):
         assert store.count(p="http://e/p") == 3
 
 
+@pytest.mark.parametrize("worker_class, keep_alive", [("gthread", True), ("sync", False)])
+def test_other_worker_classes_serve_and_commit_at_a_clean_stop(serve, tmp_path, worker_class, keep_alive):
+    from lakebench.store import LmdbStore
+
+    data = tmp_path / "store"
+    server = serve("--worker-class", worker_class, data=data)
+    assert server.request("PUT", "/w", '<> <http://e/p> "x" .', {"Content-Type": "text/turtle"}).status == 201
+    r = server.request("GET", "/w")
+    assert r.status == 200 and b'"x"' in r.body
+    assert (r.header("Connection") == "close") is not keep_alive  # sync closes after every response
+    assert server.stop() == 0
+    assert f"Using worker: Lakebench{worker_class.title()}Worker" in server.log()
+    # gthread's one thread holds the write batch: it commits there, not on the main thread.
+    assert os.path.getsize(data / "wal") == 0, server.log()
+    assert "Traceback" not in server.log()
+    with LmdbStore(data, readonly=True) as store:
+        assert store.count(p="http://e/p") == 1
+
+
 @pytest.mark.parametrize("access_log", [False, True])
 def test_access_log_only_when_asked(serve, access_log):
     server = serve(*(["--access-log"] if access_log else []))
@@ -95,7 +114,9 @@ def test_listens_on_loopback_only_by_default(serve):
 @pytest.mark.parametrize("args", [["--workers", "0"], ["--port", "0"], ["--port", "70000"],
                                   ["--max-body", "-1"], ["--max-binary", "-1"], ["--durability", "sometimes"],
                                   ["--client-timeout", "0"], ["--client-timeout", "nan"],
-                                  ["--client-timeout", "inf"], ["--max-connections", "0"]])
+                                  ["--client-timeout", "inf"], ["--max-connections", "0"],
+                                  ["--worker-class", "eventlet"], ["--worker-class", "sync", "--client-timeout", "5"],
+                                  ["--worker-class", "sync", "--max-connections", "5"]])
 def test_bad_arguments_exit_2(tmp_path, args):
     result = run_cli("--data", str(tmp_path / "d"), *args)
     assert result.returncode == 2, result

@@ -126,6 +126,8 @@ _FIGURES = {
     "binaries": Field({"size_bytes": Field("int", need=ALWAYS), "count": Field("int", need=ALWAYS),
                        **_numbers("put_mb_per_s", "get_mb_per_s", null=True),
                        **{name: Field("int") for name in ("sampled", "verified", "mismatched")}}),
+    "queries": Field({"*": Field({"rows": Field("int", need=ALWAYS), "answer": Field("int", null=True),
+                                  "digest": Field("str", need=ALWAYS), "expected": Field("int", null=True)})}),
     "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),

@@ -39,8 +39,17 @@ class MemorySystem(System):
         body = representation.serialize(format="turtle").encode("utf-8")
         return Retrieval(body=body, parent_uri=str(self.parent))
 
+    def query(self, sparql: str) -> list[tuple]:
+        return rdflib_rows(self.dataset.query(sparql))
+
     def triples_total(self, children: int | None = None) -> int:
         return len(self.dataset)
 
     def disk_path(self):
         return None
+
+
+def rdflib_rows(result) -> list[tuple]:
+    """An rdflib SELECT result as ``System.query`` gives it: tuples of strings (an IRI's or a
+    literal's value; None where unbound)."""
+    return [tuple(None if term is None else str(term) for term in row) for row in result]

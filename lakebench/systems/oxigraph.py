@@ -43,6 +43,10 @@ class OxigraphSystem(System):
         )
         return Retrieval(body=body, parent_uri=self.parent.value)
 
+    def query(self, sparql: str) -> list[tuple]:
+        return [tuple(None if term is None else term.value for term in solution)
+                for solution in self.store.query(sparql)]
+
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)
 

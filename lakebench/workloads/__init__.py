@@ -18,6 +18,8 @@ WORKLOADS: dict[str, tuple[str, str]] = {
               "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
     "binaries": ("lakebench.workloads.binaries:Binaries",
                  "N binaries of --binary-size bytes PUT under one container, a sample read back and verified"),
+    "query": ("lakebench.workloads.query:Queries",
+              "N children ingested, then fixed SPARQL queries (counts, a literal lookup, a join) timed and checked"),
 }
 
 DEFAULT = "flat"

@@ -1,10 +1,11 @@
 """``query``: a small fixed set of SPARQL queries over the ingested data, timed and checked.
 
 The N children are ingested as by ``flat``; then each query below is run
-``query_repeats`` times, each run timed alone as ``"query NAME"`` (after one
-untimed empty query); then the parent is read.  Only systems with SPARQL take it (``System.query``: the
-in-process ``oxigraph``, ``memory``, and ``lmdb`` through rdflib's engine
-over the store's rdflib plugin); the others are "not applicable".
+``query_repeats`` times, each run timed alone as ``"query NAME"`` (after
+one untimed empty query); then the parent is read.  Only systems with
+SPARQL take it (``System.query``: the in-process ``oxigraph``, ``memory``,
+and ``lmdb`` through rdflib's engine over the store's rdflib plugin); the
+others are "not applicable".
 
 =========  ==========================================================  ===========================
 query      what it asks                                                expected answer
@@ -102,7 +103,6 @@ def queries(dataset: Workload) -> dict[str, Query]:
     link = f"<{LINK}>"
     n = dataset.children
     return {
-        # First: the one the record's per_resource_ms is about (see Query.primary).
         "lookup": Query(f"SELECT ?s ?p WHERE {{ GRAPH ?g {{ ?s ?p {sparql_string(lookup_literal(dataset))} }} }}",
                         1, counts=False),
         "triples": Query("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }",
@@ -111,9 +111,9 @@ def queries(dataset: Workload) -> dict[str, Query]:
                           n, counts=True),
         # A two-hop path: each GRAPH names the graph of the pattern's subject
         # (each child is a graph of its own), so once ?b is bound the second
-        # pattern is one graph, not all of them.  Written with a third
-        # pattern (?a contained by the parent) rdflib joins its blocks
-        # eagerly, comparing every row with every other: hours, not seconds.
+        # pattern is one graph, not all of them.  With a third GRAPH block
+        # (say ?b contained by the parent) rdflib joins the blocks eagerly,
+        # comparing each row of one with each row of the other: N x N.
         "join": Query(f"SELECT ?a ?b ?c WHERE {{ GRAPH ?a {{ ?a {link} ?b }} GRAPH ?b {{ ?b {link} ?c }} }}",
                       chained_links(dataset), counts=False),
     }

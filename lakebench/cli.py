@@ -290,11 +290,6 @@ def cmd_run(args) -> int:
     print(f"\nResults: {out / 'results.json'}  (per-operation latencies: {out / 'latencies.csv'})")
     for line in table.generation_lines(document):  # the harness's own share, when it is large
         print(line)
-    if args.workload == "query":  # do the systems agree on the answers?
-        from lakebench.workloads.query import agreement_lines
-
-        for line in agreement_lines(document):
-            print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] == "failed"]  # skipped is not a failure
     return 1 if failed else 0
 

@@ -150,6 +150,8 @@ _FIGURES = {
                       **_numbers("applied", "verified", "stale")}),
     "reads": Field({"requested": Field("int"), "cold_requested": Field("int"), "cold": Field("bool"),
                     **_numbers("ok", "checked", "cold_done", "cold_ok")}),
+    "queries": Field({"*": Field({"rows": Field("int", need=ALWAYS), "answer": Field("int", null=True),
+                                  "digest": Field("str", need=ALWAYS), "expected": Field("int", null=True)})}),
     "status": Field("str", need=ALWAYS, choices=("ok", "failed", "skipped")),
     "error": Field("str", null=True),
     "log": Field("str", null=True),

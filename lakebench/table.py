@@ -219,6 +219,10 @@ def notes(document: dict) -> list[str]:
             sent_divisor = sent_divisor or (value is not None and basis == "sent")
     if sent_divisor and document.get("workload", {}).get("name", "flat") == "flat":  # the only B/triple column
         lines.append("B/triple*: the server does not count its triples; divided by the triples sent")
+    if any(e.get("queries") for e in systems):  # the query workload: do the systems agree?
+        from lakebench.workloads.query import agreement_lines
+
+        lines += agreement_lines(document)
     return lines
 
 

@@ -52,6 +52,15 @@ class LmdbRdflibStore(Store):
         self.identifier = identifier
         super().__init__(configuration)
 
+    @classmethod
+    def over(cls, store: LmdbStore) -> "LmdbRdflibStore":
+        """The plugin over a store already open in this process (a process opens a
+        store once), e.g. for SPARQL over what ``LmdbStore`` wrote: ``Dataset(store=...)``.
+        Its ``close()`` closes ``store``."""
+        plugin = cls()
+        plugin._store = store
+        return plugin
+
     # -- lifecycle ---------------------------------------------------------
     @staticmethod
     def _config(configuration) -> tuple[Path, bool]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from lakebench.store import LmdbStore
 from lakebench.store.terms import iri, literal
 from lakebench.systems.base import Retrieval, System
+from lakebench.systems.memory import rdflib_rows
 from lakebench.workload import LDP_CONTAINS, Child
 
 LDP = "http://www.w3.org/ns/ldp#"
@@ -81,6 +82,15 @@ class LmdbSystem(System):
             txn.add([(graph, iri(predicate), literal(new), graph) for predicate, _, new in replacements])
 
         self.store.write(change)
+    def query(self, sparql: str) -> list[tuple]:
+        """rdflib's SPARQL engine over this store, through its rdflib plugin (lakebench.store.plugin)."""
+        if getattr(self, "_sparql", None) is None:
+            from rdflib import Dataset
+
+            from lakebench.store.plugin import LmdbRdflibStore
+
+            self._sparql = Dataset(store=LmdbRdflibStore.over(self.store))
+        return rdflib_rows(self._sparql.query(sparql))
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)

@@ -75,9 +75,17 @@ class MemorySystem(System):
             graph.remove((subject, URIRef(predicate), Literal(old)))
         for predicate, _, new in replacements:
             graph.add((subject, URIRef(predicate), Literal(new)))
+    def query(self, sparql: str) -> list[tuple]:
+        return rdflib_rows(self.dataset.query(sparql))
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.dataset)
 
     def disk_path(self):
         return None
+
+
+def rdflib_rows(result) -> list[tuple]:
+    """An rdflib SELECT result as ``System.query`` gives it: tuples of strings (an IRI's or a
+    literal's value; None where unbound)."""
+    return [tuple(None if term is None else str(term) for term in row) for row in result]

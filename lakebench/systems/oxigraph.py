@@ -82,6 +82,9 @@ class OxigraphSystem(System):
 
         self.store.update(f"DELETE DATA {{ GRAPH <{uri}> {{ {data(1)} }} }} ;\n"
                           f"INSERT DATA {{ GRAPH <{uri}> {{ {data(2)} }} }}")
+    def query(self, sparql: str) -> list[tuple]:
+        return [tuple(None if term is None else term.value for term in solution)
+                for solution in self.store.query(sparql)]
 
     def triples_total(self, children: int | None = None) -> int:
         return len(self.store)

@@ -14,17 +14,19 @@ from lakebench.systems import load_target
 WORKLOADS: dict[str, tuple[str, str]] = {
     "flat": ("lakebench.workloads.flat:Flat",
              "the seed: N children PUT under one parent container, then the parent read"),
-    "mixed": ("lakebench.workloads.mixed:Mixed",
-              "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
     "binaries": ("lakebench.workloads.binaries:Binaries",
                  "N binaries of --binary-size bytes PUT under one container, a sample read back and verified"),
-    "deep": ("lakebench.workloads.deep:Deep",
-             "a hierarchy of containers (depth x fan-out), one leaf each at the bottom; "
-             "top, middle and leaf read as it grows"),
     "update": ("lakebench.workloads.update:Update",
                "a flat ingest, then random children's literals replaced (SPARQL Update PATCH) and checked"),
     "read": ("lakebench.workloads.read:Read",
              "a flat ingest, then random children read one at a time (GET), warm and cold"),
+    "deep": ("lakebench.workloads.deep:Deep",
+             "a hierarchy of containers (depth x fan-out), one leaf each at the bottom; "
+             "top, middle and leaf read as it grows"),
+    "mixed": ("lakebench.workloads.mixed:Mixed",
+              "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
+    "query": ("lakebench.workloads.query:Queries",
+              "N children ingested, then fixed SPARQL queries (counts, a literal lookup, a join) timed and checked"),
 }
 
 DEFAULT = "flat"

@@ -1,7 +1,11 @@
 """``lakebench compare BASE NEW``: a run's results as ratios of another's.
 
-For each system and case (children, literal length) present in both runs,
-and each compared metric, the ratio NEW/BASE.  Every metric here is better
+For each system and case (children, literal length, the workload's swept
+``variant``) present in both runs, and each compared metric, the ratio
+NEW/BASE.  Besides the metrics of :data:`METRICS`, the mean time of each
+operation kind both runs recorded (``operations``) is compared, except the
+workload's primary kind and ``get parent``, which the time per resource and
+the parent GET already are.  Every metric here is better
 lower, so a ratio above 1 is a slowdown (or more memory, more disk).  A
 metric is *worse* when its ratio exceeds the threshold and the difference
 exceeds the noise: twice the combined standard deviation of the two sides
@@ -56,11 +60,34 @@ class Change:
 
 def _case(entry: dict) -> tuple:
     # The case asked for: a budget may stop two runs of it at different sizes.
-    return entry.get("name"), results.case_children(entry), entry.get("literal_length")
+    return entry.get("name"), results.case_children(entry), entry.get("literal_length"), entry.get("variant", "")
 
 
 def _label(entry: dict) -> str:
-    return f"{entry.get('name')} ({results.case_children(entry):,} children, literal {entry.get('literal_length')})"
+    variant = f", {entry['variant']}" if entry.get("variant") else ""
+    return (f"{entry.get('name')} ({results.case_children(entry):,} children, "
+            f"literal {entry.get('literal_length')}{variant})")
+
+
+def _primary(entry: dict) -> str | None:
+    """The operation kind of the entry's ``per_resource_ms``: its workload's primary kind."""
+    from lakebench import workloads
+
+    try:
+        return workloads.load(results.get_path(entry, "workload.name") or workloads.DEFAULT).primary
+    except (KeyError, ImportError, AttributeError):  # a workload this lakebench does not know
+        mean = results.get_path(entry, "per_resource_ms.mean")
+        return next((kind for kind, op in (entry.get("operations") or {}).items() if op.get("mean_ms") == mean),
+                    None)
+
+
+def metrics(old: dict, new: dict) -> list[tuple[str, str, Callable[[float, float | None], str]]]:
+    """What is compared between two entries of a case: :data:`METRICS`, then the mean time of
+    each other operation kind both hold."""
+    covered = {"get parent", _primary(old)}
+    theirs = new.get("operations") or {}
+    kinds = [k for k in old.get("operations") or {} if k in theirs and k not in covered]
+    return [*METRICS, *((f"operations.{k}.mean_ms", f"{k} mean", fmt.millis) for k in kinds)]
 
 
 def _std(entry: dict, path: str) -> float | None:
@@ -84,7 +111,7 @@ def compare(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) -> list
             continue
         if old.get("status") != "ok" or entry.get("status") != "ok":
             continue
-        for path, metric, show in METRICS:
+        for path, metric, show in metrics(old, entry):
             before, after = results.get_path(old, path), results.get_path(entry, path)
             if before is None or after is None:
                 continue

@@ -69,7 +69,7 @@ def _label(entry: dict) -> str:
             f"literal {entry.get('literal_length')}{variant})")
 
 
-def _primary(entry: dict) -> str | None:
+def primary_kind(entry: dict) -> str | None:
     """The operation kind of the entry's ``per_resource_ms``: its workload's primary kind."""
     from lakebench import workloads
 
@@ -84,7 +84,7 @@ def _primary(entry: dict) -> str | None:
 def metrics(old: dict, new: dict) -> list[tuple[str, str, Callable[[float, float | None], str]]]:
     """What is compared between two entries of a case: :data:`METRICS`, then the mean time of
     each other operation kind both hold."""
-    covered = {"get parent", _primary(old)}
+    covered = {"get parent", primary_kind(old)}
     theirs = new.get("operations") or {}
     kinds = [k for k in old.get("operations") or {} if k in theirs and k not in covered]
     return [*METRICS, *((f"operations.{k}.mean_ms", f"{k} mean", fmt.millis) for k in kinds)]
@@ -143,8 +143,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "compare", help="ratios of a run's results to another's; exit 1 when one is worse",
         description="Compare two results directories written by 'lakebench run': for each system "
-        "and case in both, the ratio NEW/BASE of the time per resource (mean, p95), the first and "
-        "steady parent GET, peak RSS and disk size (all better lower). A metric is worse when its "
+        "and case in both (children, literal length, the workload's swept variant), the ratio "
+        "NEW/BASE of the time per resource (mean, p95), the first and steady parent GET, peak RSS, "
+        "disk size and the mean time of each other operation kind both recorded (all better lower). A metric is worse when its "
         "ratio exceeds --threshold and the difference exceeds twice the combined standard "
         "deviation of the two runs (when both have --repeat > 1); a case that failed in NEW only "
         "is worse. Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lakebench.compare import primary_kind
 from lakebench.report import fmt
 from lakebench.report.conclusions import caveats
 from lakebench.report.data import ReportData, number
@@ -241,15 +242,22 @@ def findings(data: ReportData) -> list[str]:
         entries.sort(key=lambda e: e["per_resource_ms"]["mean"])
         best = entries[0]["per_resource_ms"]["mean"]
         ranked = [f"{e['name']} {fmt.millis(e['per_resource_ms']['mean'])}"
-                  + (f" ({e['per_resource_ms']['mean'] / best:.2f}x)" if i and best else "")
+                  + (f" ({e['per_resource_ms']['mean'] / best:.2f}x as long)" if i and best else "")
                   for i, e in enumerate(entries)]
+        kind = primary_kind(entries[0]) or "the workload's main operation"
         case = f", {fmt.escape(variant)}" if variant else ""
-        out.append(f"**Time per operation{case}** (the workload's main operation, mean): {'; '.join(ranked)}.")
+        out.append(f"**{fmt.escape(kind)}{case}**, mean time: {'; '.join(ranked)}.")
     _, differences = sent_held_rows(data)
     if differences:
         out.append("**Check**: " + "; ".join(differences) + ": what was sent is not what is held.")
     elif ok and any(e.get("held") for e in ok):
-        out.append("**Check**: every system holds what it was sent, as far as it was counted (above).")
+        out.append("**Check**: every count of what was sent that was counted back is held (above).")
+    for e in ok:
+        for key in DETAILS:
+            record = e.get(key) if isinstance(e.get(key), dict) else {}
+            bad = [f"{k} {record[k]:,}" for k in BAD_COUNTS if (number(record.get(k)) or 0) > 0]
+            if bad:
+                out.append(f"**Check**: {_name(data, e)}'s {key}: {', '.join(bad)}.")
     for e in ok:
         refused = sum((op.get("errors") or 0) for op in (e.get("operations") or {}).values())
         if refused:

@@ -319,3 +319,14 @@ def test_sphinx_builds_the_pages(site, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "html" / "performance" / "binaries" / "index.html").is_file()
     assert (tmp_path / "html" / "performance" / "deep" / f"{comparison.PAGE}.html").is_file()
+
+
+def test_a_workload_page_with_nothing_run(workload_dirs, tmp_path, no_charts):
+    document = results.load(workload_dirs["mixed"])
+    failed = results.aggregate("lmdb", [{"system": "lmdb", "run": 0, "status": "failed", "error": "OSError: gone",
+                                         "durability": "durable", "transport": "in-process", "samples": []}])
+    document["systems"] = [failed, *(e for e in document["systems"] if e["status"] == "skipped")]
+    (tmp_path / "results.json").write_text(json.dumps(document), encoding="utf-8")
+    text = report.build_report(tmp_path, tmp_path / "out").read_text("utf-8")
+    assert "No system completed its runs" in text and "**lmdb failed**: ``OSError: gone``" in text
+    assert ".. list-table:: Operations" not in text and "not run (not applicable" in text

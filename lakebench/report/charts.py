@@ -378,11 +378,14 @@ def parent(data: ReportData):
         pct = f"\n{fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
         ax.annotate(f"{fmt.seconds(e['parent']['seconds'])}{pct}", (x, max([value, *dots])),
                     xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize="small")
+    # A case's parameters on a line of their own: a sweep's labels would run into each other.
     ax.set_xticks(range(len(entries)), [
-        f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
+        f"{data.label(e).replace(' (', chr(10) + '(', 1)}\n"
+        f"{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries],
+        fontsize="small" if len(entries) > 4 else None)
     values = [e["parent"]["seconds"] for e in entries]
     if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
-        ax.set_yscale("log")
+        _log_scale(ax, "y")
         ax.set_ylabel("GET parent (ms, log scale)")
         ax.set_ylim(top=ax.get_ylim()[1] * 3)
     else:

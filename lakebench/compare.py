@@ -145,8 +145,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Compare two results directories written by 'lakebench run': for each system "
         "and case in both (children, literal length, the workload's swept variant), the ratio "
         "NEW/BASE of the time per resource (mean, p95), the first and steady parent GET, peak RSS, "
-        "disk size and the mean time of each other operation kind both recorded (all better lower). A metric is worse when its "
-        "ratio exceeds --threshold and the difference exceeds twice the combined standard "
+        "disk size and the mean time of each other operation kind both recorded (all better lower). "
+        "A metric is worse when its ratio exceeds --threshold and the difference exceeds twice the combined standard "
         "deviation of the two runs (when both have --repeat > 1); a case that failed in NEW only "
         "is worse. Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")
     parser.add_argument("base", type=Path, metavar="BASE", help="results directory of the reference run")

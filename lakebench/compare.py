@@ -87,7 +87,7 @@ def metrics(old: dict, new: dict) -> list[tuple[str, str, Callable[[float, float
     covered = {"get parent", primary_kind(old)}
     theirs = new.get("operations") or {}
     kinds = [k for k in old.get("operations") or {} if k in theirs and k not in covered]
-    return [*METRICS, *((f"operations.{k}.mean_ms", f"{k} mean", fmt.millis) for k in kinds)]
+    return [*METRICS, *((f"operations.{k}.mean_ms", f"{k} mean", figures.millis) for k in kinds)]
 
 
 def _std(entry: dict, path: str) -> float | None:

@@ -69,8 +69,8 @@ def _make(src: Path, dst: Path, name: str, params: dict, cases: list[str], fill)
             e["per_resource_ms"] = {"mean": primary["mean_ms"], "p50": primary["p50_ms"],
                                     "p95": primary["p95_ms"], "max": primary["max_ms"]}
             entries.append(e)
-    entries.append(results.skipped_entry("oxigraph", 30, 64, f"not applicable: oxigraph has no {name} operations",
-                                         {}))
+        skipped = results.skipped_entry("oxigraph", 30, 64, f"not applicable: oxigraph has no {name} operations", {})
+        entries.append({**skipped, **({"variant": variant} if variant else {})})  # one per case, as the runner
     document["systems"] = entries
     document["workload"].update({"name": name, "params": params})
     if len(cases) > 1:
@@ -148,7 +148,8 @@ def workload_dirs(flat_dir, tmp_path_factory) -> dict[str, Path]:
         "binaries": _make(flat_dir, root / "binaries", "binaries", {"binary_count": 10},
                           [f"binary_size={s}" for s in SIZES], _binaries),
         "deep": _make(flat_dir, root / "deep", "deep", {"depth": 3, "fan_out": 4}, [""], _deep),
-        "mixed": _make(flat_dir, root / "mixed", "mixed", {"users": 4}, [""], _mixed),
+        # A parameter may be None: --duration when --operations is given.
+        "mixed": _make(flat_dir, root / "mixed", "mixed", {"users": 4, "duration": None}, [""], _mixed),
         "update": _make(flat_dir, root / "update", "update", {"updates": 20}, [""], _update),
         "query": _make(flat_dir, root / "query", "query", {}, [""], _query),
     }
@@ -246,6 +247,8 @@ def test_differences_and_skips_are_said_plainly(site, workload_dirs):
     for name in ("binaries", "deep", "mixed", "update", "query"):
         text = (site / name / "index.rst").read_text("utf-8") if name in DRAWN else _page(workload_dirs[name])
         assert "not run (not applicable: oxigraph has no" in text
+    binaries = _page(workload_dirs["binaries"])
+    assert "**oxigraph not run** (3 cases): not applicable: oxigraph has no binaries operations." in binaries
     update = _table(_page(workload_dirs["update"]), "Updates")
     assert "     - **1**\n" in update  # one stale update
     assert "**Check**: lmdb's updates: stale 1." in _page(workload_dirs["update"])

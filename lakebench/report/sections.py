@@ -263,8 +263,13 @@ def findings(data: ReportData) -> list[str]:
         if refused:
             out.append(f"**Refused**: {_name(data, e)} refused {refused:,} operations; first: "
                        f"{fmt.literal(e.get('first_error') or '?')}.")
+    skipped: dict[tuple[str, str], int] = {}  # a system not applicable is so in every case: one line
     for e in data.skipped:
-        out.append(f"**{_name(data, e)} not run**: {fmt.escape(e.get('skip_reason') or 'skipped')}.")
+        key = (e["name"], e.get("skip_reason") or "skipped")
+        skipped[key] = skipped.get(key, 0) + 1
+    for (name, reason), cases in skipped.items():
+        times = f" ({cases} cases)" if cases > 1 else ""
+        out.append(f"**{name} not run**{times}: {fmt.escape(reason)}.")
     for e in data.failed:
         out.append(f"**{_name(data, e)} failed**: {fmt.literal(e.get('error') or 'unknown error')}; "
                    "it is left out of every table.")

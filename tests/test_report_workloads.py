@@ -99,7 +99,7 @@ def _binaries(e, variant, k):
     size = int(variant.split("=")[1])
     put, get = 0.4 + size / 2e6 * (1 + k), 0.2 + size / 5e6 * (1 + k)
     e["operations"] = {"put binary": _op(put), "get binary": _op(get)}
-    e["binaries"] = {"size_bytes": size, "count": 10, "put_mb_per_s": round(size / put / 1000, 3),
+    e["binaries"] = {"size_bytes": size, "count": 10, "sampled": 10, "put_mb_per_s": round(size / put / 1000, 3),
                      "get_mb_per_s": round(size / get / 1000, 3), "verified": 10 - (k and size == SIZES[-1]),
                      "mismatched": int(bool(k and size == SIZES[-1]))}
     e["sent"] = {"binaries": 10, "bytes": 10 * size}
@@ -109,9 +109,11 @@ def _binaries(e, variant, k):
 def _deep(e, variant, k):
     kinds = ("create container", "create leaf", "list top", "list middle", "get leaf")
     e["operations"] = {kind: _op(0.5 + i + k) for i, kind in enumerate(kinds)}
-    e["deep"] = {"depth": 3, "fan_out": 4, "leaf": 2, "containers": 21, "leaves": 128, "series": [
-        {"resources": r, "list_top_ms": 0.2 * (1 + k) + r / 500, "list_middle_ms": 0.1 + r / 2000,
-         "get_leaf_ms": 0.05 * (1 + k)} for r in (10, 40, 160, 640)]}
+    e["deep"] = {"depth": 3, "fan_out": 4, "leaf": "rdf", "containers": 21, "leaves": 128, "batch": 10,
+                 "leaf_reads": 4, "leaf_reads_verified": 4, "middle": "parent/d0/d0", "series": [
+                     {"resources": r, "containers": r // 2, "leaves": r - r // 2,
+                      "list_top_ms": 0.2 * (1 + k) + r / 500, "list_middle_ms": 0.1 + r / 2000,
+                      "get_leaf_ms": 0.05 * (1 + k)} for r in (10, 40, 160, 640)]}
     e["sent"] = {"containers": 21, "leaves": 128}
     e["held"] = {"containers": 21, "leaves": 128 - k}  # lmdb "drops" one: the table must say so
 
@@ -257,6 +259,7 @@ def test_differences_and_skips_are_said_plainly(site, workload_dirs):
     binaries = _table((site / "binaries" / "index.rst").read_text("utf-8"), "Binaries")
     assert "   * - lmdb (binary_size=65536)\n     - 64\u00a0KiB\n" in binaries
     assert "     - PUT MB/s\n" in binaries
+    assert "     - **9** (of 10)\n     - **1**\n" in binaries  # lmdb's 1 MiB: one read back differed
 
 
 def test_comparison_of_a_run_with_itself(workload_dirs, tmp_path, no_charts):

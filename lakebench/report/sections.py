@@ -27,6 +27,8 @@ HEADINGS = {"size_bytes": "size", "put_mb_per_s": "PUT MB/s", "get_mb_per_s": "G
             "duration_seconds": "duration", "throughput_per_s": "operations/s", "fan_out": "fan-out"}
 #: Fields of those records that count something gone wrong: any above zero is flagged.
 BAD_COUNTS = ("mismatched", "stale", "errors")
+#: Counts of reads verified, and what they were verified out of: fewer is flagged.
+VERIFIED_OF = {"verified": "sampled", "leaf_reads_verified": "leaf_reads"}
 
 
 def _name(data: ReportData, e: dict) -> str:
@@ -175,6 +177,9 @@ def details_rows(data: ReportData, key: str) -> list[list[str]]:
             text = _value(c, record.get(c))
             if c in BAD_COUNTS and (number(record.get(c)) or 0) > 0:
                 text = f"**{text}**"
+            of = number(record.get(VERIFIED_OF.get(c)))
+            if of is not None and (number(record.get(c)) or 0) < of:
+                text = f"**{text}** (of {of:,.0f})"
             if c == "expected" and record.get(c) is not None and record.get(c) not in (record.get("digest"),
                                                                                         record.get("rows")):
                 text = f"**{text}** (differs)"
@@ -228,6 +233,11 @@ def workload_section(data: ReportData) -> str:
     return "\n".join(out)
 
 
+def _times(ratio: float) -> str:
+    """A multiple with the digits that matter: 1.83x, 15.2x, 150x."""
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.3g}x" if ratio < 100 else f"{ratio:,.0f}x"
+
+
 def findings(data: ReportData) -> list[str]:
     """Sentences from the numbers: the primary operation's time per case, checks, refusals, skips."""
     out = []
@@ -242,7 +252,7 @@ def findings(data: ReportData) -> list[str]:
         entries.sort(key=lambda e: e["per_resource_ms"]["mean"])
         best = entries[0]["per_resource_ms"]["mean"]
         ranked = [f"{e['name']} {fmt.millis(e['per_resource_ms']['mean'])}"
-                  + (f" ({e['per_resource_ms']['mean'] / best:.2f}x as long)" if i and best else "")
+                  + (f" ({_times(e['per_resource_ms']['mean'] / best)} as long)" if i and best else "")
                   for i, e in enumerate(entries)]
         kind = primary_kind(entries[0]) or "the workload's main operation"
         case = f", {fmt.escape(variant)}" if variant else ""

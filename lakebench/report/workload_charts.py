@@ -114,7 +114,8 @@ def deep_latency(data: ReportData):
     shape = entries[0]["deep"]
     caption = (f"Time to list the top container, to list a container half-way down and to GET a leaf, "
                f"measured each time the hierarchy had grown (depth {shape.get('depth', '?')}, fan-out "
-               f"{shape.get('fan_out', '?')}), against the resources created so far, one colour per system. "
+               f"{shape.get('fan_out', '?')}), against the resources created so far, one colour per system; "
+               "each point is one timed read, so a lone spike is one slow call. "
                "A flat line means the operation does not slow down as the tree fills.")
     return fig, caption
 

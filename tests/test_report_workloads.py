@@ -1,12 +1,13 @@
 """lakebench report for every workload: a page each, their tables and charts, the comparison page.
 
 The flat run is real (``lakebench run --systems memory,lmdb --children 30
---tail-seconds 0``).  The other workloads are being built alongside this
-report: their results are made here from that real run's document, with
-the record fields each workload adds as docs/results.rst documents them
+--tail-seconds 0``), and so is one of ``deep`` (in-process, cheap).  The
+other workloads' results are made here from the flat run's document, with
+the record fields each workload adds AS docs/results.rst DOCUMENTS THEM
 (``binaries``, ``deep``, ``updates``, ``reads``, ``mixed``, ``queries``,
-with their ``operations``, ``sent`` and ``held``).  Once a workload runs,
-a real run of it belongs here instead.
+with their ``operations``, ``sent`` and ``held``): those being built
+alongside this report, and those that need a server (``binaries`` and
+``mixed`` run over HTTP only), whose real runs take longer.
 """
 from __future__ import annotations
 
@@ -347,3 +348,18 @@ def test_a_workload_page_with_nothing_run(workload_dirs, tmp_path, no_charts):
     text = report.build_report(tmp_path, tmp_path / "out").read_text("utf-8")
     assert "No system completed its runs" in text and "**lmdb failed**: ``OSError: gone``" in text
     assert ".. list-table:: Operations" not in text and "not run (not applicable" in text
+
+
+def test_a_real_deep_run(tmp_path):
+    """The deep workload has landed: a real run of it (in-process, a tiny tree) makes its page."""
+    out = tmp_path / "deep"
+    run(RunConfig(systems=["lmdb", "memory"], workload="deep", workload_params={"depth": 2, "fan_out": 3, "batch": 4},
+                  seed=3, out=out, tail_seconds=0, interval=0.1, progress=False), log=lambda *_: None)
+    text = report.build_report(out, tmp_path / "page", image_format="png").read_text("utf-8")
+    assert text.splitlines()[3] == "Performance report: deep workload"
+    _image(tmp_path / "page" / "deep.png")
+    for kind in ("create container", "create leaf", "list top", "list middle", "get leaf"):
+        assert f"     - {kind}\n" in _table(text, "Operations")
+    held = _table(text, "Sent and held")
+    assert held.count("     - same\n") == 4 and "DIFFERS" not in held  # containers and leaves, two systems
+    assert ".. list-table:: Hierarchy" in text

@@ -226,9 +226,9 @@ def workload_section(data: ReportData) -> str:
     variants = get_path(w, "sweep.variant")
     if variants:
         rows.append(["cases", fmt.escape(", ".join(variants))])
-    for key in ("children", "triples_per_child", "literal_length", "seed"):
-        if w.get(key) is not None:
-            rows.append([f"``{key}``", fmt.escape(f"{w[key]:,}")])
+    for key in ("children", "triples_per_child", "literal_length", "seed"):  # the data set's: the workload
+        if w.get(key) is not None:                                           # may use some, or none
+            rows.append([f"``{key}`` (data set)", fmt.escape(f"{w[key]:,}")])
     out.append(fmt.list_table(rows, "Workload parameters", widths="1 2"))
     return "\n".join(out)
 

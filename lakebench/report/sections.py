@@ -27,8 +27,9 @@ HEADINGS = {"size_bytes": "size", "put_mb_per_s": "PUT MB/s", "get_mb_per_s": "G
             "duration_seconds": "duration", "throughput_per_s": "operations/s", "fan_out": "fan-out"}
 #: Fields of those records that count something gone wrong: any above zero is flagged.
 BAD_COUNTS = ("mismatched", "stale", "errors")
-#: Counts of reads verified, and what they were verified out of: fewer is flagged.
-VERIFIED_OF = {"verified": "sampled", "leaf_reads_verified": "leaf_reads"}
+#: (count done or verified, the count it is out of): fewer is flagged, with the whole.
+VERIFIED_OF = (("verified", "sampled"), ("verified", "applied"), ("applied", "requested"),
+               ("leaf_reads_verified", "leaf_reads"), ("ok", "requested"))
 
 
 def _name(data: ReportData, e: dict) -> str:
@@ -177,7 +178,8 @@ def details_rows(data: ReportData, key: str) -> list[list[str]]:
             text = _value(c, record.get(c))
             if c in BAD_COUNTS and (number(record.get(c)) or 0) > 0:
                 text = f"**{text}**"
-            of = number(record.get(VERIFIED_OF.get(c)))
+            of = next((number(record.get(whole)) for part, whole in VERIFIED_OF
+                       if part == c and number(record.get(whole)) is not None), None)
             if of is not None and (number(record.get(c)) or 0) < of:
                 text = f"**{text}** (of {of:,.0f})"
             if c == "expected" and record.get(c) is not None and record.get(c) not in (record.get("digest"),

@@ -1,7 +1,11 @@
 """``lakebench compare BASE NEW``: a run's results as ratios of another's.
 
-For each system and case (children, literal length) present in both runs,
-and each compared metric, the ratio NEW/BASE.  Every metric here is better
+For each system and case (children, literal length, the workload's swept
+``variant``) present in both runs, and each compared metric, the ratio
+NEW/BASE.  Besides the metrics of :data:`METRICS`, the mean time of each
+operation kind both runs recorded (``operations``) is compared, except the
+workload's primary kind and ``get parent``, which the time per resource and
+the parent GET already are.  Every metric here is better
 lower, so a ratio above 1 is a slowdown (or more memory, more disk).  A
 metric is *worse* when its ratio exceeds the threshold and the difference
 exceeds the noise: twice the combined standard deviation of the two sides
@@ -56,11 +60,34 @@ class Change:
 
 def _case(entry: dict) -> tuple:
     # The case asked for: a budget may stop two runs of it at different sizes.
-    return entry.get("name"), results.case_children(entry), entry.get("literal_length")
+    return entry.get("name"), results.case_children(entry), entry.get("literal_length"), entry.get("variant", "")
 
 
 def _label(entry: dict) -> str:
-    return f"{entry.get('name')} ({results.case_children(entry):,} children, literal {entry.get('literal_length')})"
+    variant = f", {entry['variant']}" if entry.get("variant") else ""
+    return (f"{entry.get('name')} ({results.case_children(entry):,} children, "
+            f"literal {entry.get('literal_length')}{variant})")
+
+
+def primary_kind(entry: dict) -> str | None:
+    """The operation kind of the entry's ``per_resource_ms``: its workload's primary kind."""
+    from lakebench import workloads
+
+    try:
+        return workloads.load(results.get_path(entry, "workload.name") or workloads.DEFAULT).primary
+    except (KeyError, ImportError, AttributeError):  # a workload this lakebench does not know
+        mean = results.get_path(entry, "per_resource_ms.mean")
+        return next((kind for kind, op in (entry.get("operations") or {}).items() if op.get("mean_ms") == mean),
+                    None)
+
+
+def metrics(old: dict, new: dict) -> list[tuple[str, str, Callable[[float, float | None], str]]]:
+    """What is compared between two entries of a case: :data:`METRICS`, then the mean time of
+    each other operation kind both hold."""
+    covered = {"get parent", primary_kind(old)}
+    theirs = new.get("operations") or {}
+    kinds = [k for k in old.get("operations") or {} if k in theirs and k not in covered]
+    return [*METRICS, *((f"operations.{k}.mean_ms", f"{k} mean", figures.millis) for k in kinds)]
 
 
 def _std(entry: dict, path: str) -> float | None:
@@ -84,7 +111,7 @@ def compare(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) -> list
             continue
         if old.get("status") != "ok" or entry.get("status") != "ok":
             continue
-        for path, metric, show in METRICS:
+        for path, metric, show in metrics(old, entry):
             before, after = results.get_path(old, path), results.get_path(entry, path)
             if before is None or after is None:
                 continue
@@ -116,9 +143,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "compare", help="ratios of a run's results to another's; exit 1 when one is worse",
         description="Compare two results directories written by 'lakebench run': for each system "
-        "and case in both, the ratio NEW/BASE of the time per resource (mean, p95), the first and "
-        "steady parent GET, peak RSS and disk size (all better lower). A metric is worse when its "
-        "ratio exceeds --threshold and the difference exceeds twice the combined standard "
+        "and case in both (children, literal length, the workload's swept variant), the ratio "
+        "NEW/BASE of the time per resource (mean, p95), the first and steady parent GET, peak RSS, "
+        "disk size and the mean time of each other operation kind both recorded (all better lower). "
+        "A metric is worse when its ratio exceeds --threshold and the difference exceeds twice the combined standard "
         "deviation of the two runs (when both have --repeat > 1); a case that failed in NEW only "
         "is worse. Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")
     parser.add_argument("base", type=Path, metavar="BASE", help="results directory of the reference run")

@@ -126,7 +126,7 @@ _DEEP = {
 #: What one run measured: a run's record, and (means over its runs) a system entry.
 _FIGURES = {
     "workload": Field({"name": Field("str", need=ALWAYS), "primary": Field("str"),
-                       "params": Field({"*": Field("any")})}),
+                       "params": Field({"*": Field("any", null=True)})}),
     "variant": Field("str"),
     "operations": Field({"*": Field(_OPERATION)}),
     "first_error": Field("str"),
@@ -226,7 +226,7 @@ FIELDS = {
         "parent": Field("str"),
         "alphabet_size": Field("int"),
         "name": Field("str"),
-        "params": Field({"*": Field("any")}),
+        "params": Field({"*": Field("any", null=True)}),
         "sweep": Field({"children": Field([Field("int")]), "literal_length": Field([Field("int")]),
                         "variant": Field([Field("str")])}),
     }),

@@ -99,3 +99,23 @@ def test_a_missing_results_directory_is_one_line_and_exit_2(run_dir, tmp_path):
     done = _lakebench("compare", str(run_dir), str(tmp_path / "nowhere"))
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "nowhere" in done.stderr
+
+
+def test_swept_variants_are_cases_of_their_own_with_their_operations():
+    """A workload's swept parameter (``variant``) tells cases apart; its operations beyond the primary
+    kind and the parent GET are compared too (record fields as docs/results.rst describes them)."""
+    def entry(size, get_ms):
+        return {"name": "a", "status": "ok", "children": 10, "literal_length": 64, "variant": f"binary_size={size}",
+                "workload": {"name": "unknown-here", "params": {}},  # primary: the kind matching per_resource_ms
+                "per_resource_ms": {"mean": 2.0, "p95": 3.0},
+                "operations": {"put binary": {"count": 5, "seconds": 0.01, "mean_ms": 2.0},
+                               "get binary": {"count": 5, "seconds": 0.005, "mean_ms": get_ms},
+                               "get parent": {"count": 3, "seconds": 0.003, "mean_ms": 1.0}}}
+
+    base = {"systems": [entry(1024, 1.0), entry(65536, 4.0)]}
+    new = {"systems": [entry(1024, 1.0), entry(65536, 8.0)]}
+    changes = compare(base, new)
+    gets = [(c.case, c.ratio, c.worse) for c in changes if c.metric == "get binary mean"]
+    assert gets == [("a (10 children, literal 64, binary_size=1024)", 1.0, False),
+                    ("a (10 children, literal 64, binary_size=65536)", 2.0, True)]
+    assert not [c for c in changes if c.metric in ("put binary mean", "get parent mean")]

@@ -1,55 +1,171 @@
-"""``lakebench report``: a results directory as a page of the Sphinx site.
+"""``lakebench report``: results directories as pages of the Sphinx site.
 
 ``lakebench report RESULTS_DIR`` reads ``results.json`` and ``latencies.csv``
 (never re-measuring) and writes, into ``--out`` (default
 ``docs/performance``), ``index.rst`` (the report: command, environment,
-data set, result tables, charts, conclusions) and one image per chart.
-``docs/performance.rst`` points at that page.  With ``--html`` it then
-builds the Sphinx site that contains ``--out`` (warnings are errors) and
-prints where the pages are.
+workload, result tables, operations, what was sent and held, charts,
+conclusions) and one image per chart.  ``docs/performance.rst`` points at
+that page.  Several RESULTS_DIRs (one per workload) make one such page each,
+in ``OUT/WORKLOAD/``, and ``OUT/index.rst`` linking them.  ``--compare BASE``
+adds a page of the ratios ``lakebench compare BASE RESULTS_DIR`` prints.
+With ``--html`` it then builds the Sphinx site that contains ``--out``
+(warnings are errors) and prints where the pages are.
 
 Modules: :mod:`~lakebench.report.data` (reading), :mod:`~.charts` (the chart
-registry), :mod:`~.pages` (the reStructuredText), :mod:`~.conclusions`
-(sentences from the numbers), :mod:`~.fmt` (units and markup).
+registry) and :mod:`~.workload_charts` (the charts of the workloads other than
+``flat``), :mod:`~.pages` (the seed's page), :mod:`~.sections` (what every
+workload's page holds, and the other workloads' page), :mod:`~.comparison`
+(the comparison page), :mod:`~.conclusions` (sentences from the numbers),
+:mod:`~.fmt` (units and markup).
 """
 from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from lakebench import compare, results
 from lakebench.report.data import ReportData, ReportError
 
-__all__ = ["ReportData", "ReportError", "add_parser", "build_html", "build_report", "main"]
+__all__ = ["ReportData", "ReportError", "add_parser", "build_html", "build_report", "build_site", "main"]
 
 DEFAULT_OUT = Path("docs/performance")
 DEFAULT_TITLE = "Performance report"
 
 
 def build_report(results_dir: Path, out: Path = DEFAULT_OUT, *, benchmarks=(), image_format: str = "svg",
-                 title: str = DEFAULT_TITLE, report_command: str | None = None) -> Path:
+                 title: str = DEFAULT_TITLE, report_command: str | None = None, compare_with: Path | None = None,
+                 threshold: float | None = None) -> Path:
     """Write the report page and its figures into ``out``; returns the page's path.
 
-    Raises :class:`ReportError` when the results or a benchmark file cannot be
-    read, or ``out`` cannot be written (a file, no permission, a full disk).
+    The page is the seed's (:mod:`~.pages`) for a ``flat`` run, the
+    workload's (:mod:`~.sections`) otherwise, whose title then names the
+    workload.  With ``compare_with`` (BASE, another results directory of the
+    same workload), ``out/compare.rst`` holds the ratios of this run to
+    BASE's, linked from the page.  Raises :class:`ReportError` when the
+    results or a benchmark file cannot be read, or ``out`` cannot be
+    written (a file, no permission, a full disk).
     """
-    from lakebench.report import charts, pages
-
     data = ReportData.load(results_dir, benchmarks)  # reading raises ReportError, never OSError
-    out = Path(out)
+    if data.workload != "flat" and title == DEFAULT_TITLE:
+        title = f"{title}: {data.workload} workload"
+    return _write(data, Path(out), image_format, title, report_command, _base(compare_with, data), threshold)
+
+
+def _base(path: Path | None, data: ReportData) -> tuple[Path, dict] | None:
+    """BASE's results document, checked to be of ``data``'s workload."""
+    if path is None:
+        return None
+    try:
+        base = results.load(Path(path))
+    except results.ResultsError as exc:
+        raise ReportError(str(exc)) from None
+    workload = results.get_path(base, "workload.name") or "flat"
+    if workload != data.workload:
+        raise ReportError(f"--compare {path}: a run of the {workload} workload, not of {data.workload}")
+    return Path(path), base
+
+
+def _write(data: ReportData, out: Path, image_format: str, title: str, report_command: str | None,
+           base: tuple[Path, dict] | None, threshold: float | None) -> Path:
+    from lakebench.report import charts, comparison, pages, sections
+
     if out.exists() and not out.is_dir():
         raise ReportError(f"cannot write the report to {out}: not a directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
+        text = None
+        compared = out / f"{comparison.PAGE}.rst"
+        if base is not None:  # before the figures: a comparison that cannot be made stops here
+            text = comparison.page(base[0], base[1], data, threshold or compare.DEFAULT_THRESHOLD)
         figures = charts.render(data, out, image_format)
         index = out / "index.rst"
-        index.write_text(pages.page(data, figures, title, report_command), encoding="utf-8")
+        draw = pages.page if data.workload == "flat" else sections.workload_page
+        page = draw(data, figures, title, report_command)
+        if text is not None:
+            compared.write_text(text, encoding="utf-8")
+            page += "\n" + comparison.section()
+        elif _generated(compared):
+            compared.unlink()  # an earlier report's: no longer in any toctree
+        index.write_text(page, encoding="utf-8")
     except OSError as exc:
         where = exc.filename if exc.filename and Path(exc.filename) != out else None
         raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}"
                           + (f" ({where})" if where else "")) from None
+    return index
+
+
+def _generated(path: Path) -> bool:
+    """Whether ``path`` is a page this command wrote (so it may remove it)."""
+    try:
+        return path.is_file() and path.read_text(encoding="utf-8").startswith(".. Generated by 'lakebench report")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def build_site(results_dirs: list[Path], out: Path = DEFAULT_OUT, *, benchmarks=(), image_format: str = "svg",
+               title: str = DEFAULT_TITLE, report_command: str | None = None, compare_with=(),
+               threshold: float | None = None) -> Path:
+    """One page per results directory (one workload each) in ``out/WORKLOAD/``, and ``out/index.rst``
+    linking them; returns the index's path.
+
+    Each ``compare_with`` BASE goes with the directory of its workload.  The
+    ``--benchmarks`` tables go on the first page.
+    """
+    from lakebench.report import fmt, pages, sections
+
+    loaded = [ReportData.load(d, benchmarks if i == 0 else ()) for i, d in enumerate(results_dirs)]
+    names: list[str] = []
+    for data in loaded:  # two runs of one workload: flat, flat-2
+        name, n = data.workload, 2
+        while name in names:
+            name, n = f"{data.workload}-{n}", n + 1
+        names.append(name)
+    bases: dict[int, tuple[Path, dict]] = {}
+    for path in compare_with:
+        try:
+            document = results.load(Path(path))
+        except results.ResultsError as exc:
+            raise ReportError(str(exc)) from None
+        workload = results.get_path(document, "workload.name") or "flat"
+        matches = [i for i, data in enumerate(loaded) if data.workload == workload]
+        if len(matches) != 1:
+            given = "none" if not matches else f"{len(matches)}"
+            raise ReportError(f"--compare {path}: a run of the {workload} workload, and {given} of the results "
+                              "directories given is one (it must be exactly one)")
+        bases[matches[0]] = (Path(path), document)
+    out = Path(out)
+    rows = [["workload", "systems", "results directory", "started"]]
+    for i, (data, name) in enumerate(zip(loaded, names)):
+        _write(data, out / name, image_format, f"{title}: {data.workload} workload", report_command,
+               bases.get(i), threshold)
+        rows.append([f":doc:`{data.workload} <{name}/index>`",
+                     fmt.escape(", ".join(dict.fromkeys(e["name"] for e in data.systems))),
+                     fmt.literal(str(data.results_dir)), fmt.escape(data.document.get("started") or "?")])
+    from lakebench.report import charts
+
+    for c in charts.CHARTS:  # a single-directory report's figures, earlier in the same place
+        for suffix in charts.FORMATS:
+            (out / f"{c.name}.{suffix}").unlink(missing_ok=True)
+    for old in out.iterdir():  # pages of workloads no longer given: no toctree would hold them
+        if old.is_dir() and old.name not in names and _generated(old / "index.rst"):
+            shutil.rmtree(old)
+    lines = [pages.GENERATED_NOTE, fmt.heading(title, "=", overline=True),
+             "One page per workload, each from one results directory (one ``lakebench run --workload NAME``)."
+             + (f" This index was generated by {fmt.literal(report_command)}." if report_command else "") + "\n"]
+    for workload in dict.fromkeys(data.workload for data in loaded):
+        described = sections._description(workload)
+        lines.append(f"- ``{workload}``: {fmt.escape(described or 'not a workload this lakebench knows')}")
+    lines += ["", fmt.list_table(rows, "Workloads", stub_columns=0),
+              ".. toctree::\n   :maxdepth: 1\n\n" + "\n".join(f"   {name}/index" for name in names) + "\n"]
+    index = out / "index.rst"
+    try:
+        index.write_text("\n".join(lines), encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
     return index
 
 
@@ -73,12 +189,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "report",
         help="write the report (tables, charts, conclusions) of a results directory for the docs",
-        description="Write OUT/index.rst (command, environment, data set, result tables, charts, "
-        "conclusions) and one image per chart from RESULTS_DIR/results.json and latencies.csv; "
-        "docs/performance.rst links to it. Nothing is measured again.",
+        description="Write OUT/index.rst (command, environment, workload, result tables, operations, "
+        "what was sent and held, charts, conclusions) and one image per chart from "
+        "RESULTS_DIR/results.json and latencies.csv; docs/performance.rst links to it. With several "
+        "RESULTS_DIRs (one per workload), one such page each in OUT/WORKLOAD/ and OUT/index.rst linking "
+        "them. Nothing is measured again.",
     )
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
                         help="a directory written by 'lakebench run'")
+    parser.add_argument("more_results", type=Path, nargs="*", metavar="RESULTS_DIR",
+                        help="more of them, typically one per workload: a page each")
+    parser.add_argument("--compare", dest="compare_with", type=Path, action="append", default=[],
+                        metavar="BASE", help="also write a page of the ratios of RESULTS_DIR's figures to BASE's "
+                        "(as 'lakebench compare BASE RESULTS_DIR') and the verdict; with several RESULTS_DIRs, "
+                        "BASE goes with the one of its workload (repeatable)")
+    parser.add_argument("--threshold", type=compare._ratio, default=compare.DEFAULT_THRESHOLD, metavar="R",
+                        help="for --compare: largest acceptable ratio NEW/BASE, at least 1 "
+                        f"(default: {compare.DEFAULT_THRESHOLD})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help=f"where the page and figures go, inside the Sphinx docs tree (default: {DEFAULT_OUT})")
     parser.add_argument("--html", action="store_true",
@@ -95,9 +222,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _command_line(args) -> str:
-    parts = ["lakebench", "report", str(args.results_dir)]
+    parts = ["lakebench", "report", str(args.results_dir), *map(str, getattr(args, "more_results", None) or [])]
     if args.out != DEFAULT_OUT:
         parts += ["--out", str(args.out)]
+    for path in getattr(args, "compare_with", None) or []:
+        parts += ["--compare", str(path)]
+    threshold = getattr(args, "threshold", compare.DEFAULT_THRESHOLD)
+    if threshold != compare.DEFAULT_THRESHOLD:
+        parts += ["--threshold", f"{threshold:g}"]
     for path in getattr(args, "benchmarks", None) or []:
         parts += ["--benchmarks", str(path)]
     if getattr(args, "image_format", "svg") != "svg":
@@ -118,14 +250,18 @@ def main(args: argparse.Namespace) -> int:
         print(f"lakebench report: error: --html needs OUT inside a Sphinx docs tree "
               f"(no conf.py at or above {out})", file=sys.stderr)
         return 2
+    dirs = [args.results_dir, *(getattr(args, "more_results", None) or [])]
+    bases = getattr(args, "compare_with", None) or []
+    options = dict(benchmarks=getattr(args, "benchmarks", None) or [],
+                   image_format=getattr(args, "image_format", "svg"), title=getattr(args, "title", DEFAULT_TITLE),
+                   report_command=_command_line(args), threshold=getattr(args, "threshold", None))
     try:
-        index = build_report(
-            args.results_dir, out,
-            benchmarks=getattr(args, "benchmarks", None) or [],
-            image_format=getattr(args, "image_format", "svg"),
-            title=getattr(args, "title", DEFAULT_TITLE),
-            report_command=_command_line(args),
-        )
+        if len(dirs) > 1:
+            index = build_site(dirs, out, compare_with=bases, **options)
+        else:
+            if len(bases) > 1:
+                raise ReportError("one RESULTS_DIR takes one --compare BASE")
+            index = build_report(dirs[0], out, compare_with=bases[0] if bases else None, **options)
     except ReportError as exc:
         print(f"lakebench report: error: {exc}", file=sys.stderr)
         return 2
@@ -133,7 +269,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"lakebench report: error: {exc.name or exc} is not installed "
               "(pip install 'lakebench[docs]')", file=sys.stderr)
         return 2
-    print(f"Report: {index}  (figures alongside)")
+    print(f"Report: {index}  (" + ("a page per workload in its own directory)" if len(dirs) > 1
+                                   else "figures alongside)"))
     if not html:
         return 0
     dest = source / "_build" / "html"

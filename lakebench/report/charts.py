@@ -10,7 +10,11 @@ Adding a chart is one function and one line::
 
 A chart function gets the :class:`~lakebench.report.data.ReportData` and
 returns ``(figure, caption)``, or ``None`` when the results hold nothing it
-could plot (no disk sizes, no sweep): the report then leaves it out.
+could plot (no disk sizes, no sweep): the report then leaves it out.  A
+chart declares the workloads it applies to (``workloads=("binaries",)``;
+``flat`` by default, ``None`` for every workload): a page draws only its
+workload's.  The charts of the other workloads are in
+:mod:`~lakebench.report.workload_charts`.
 Figures are plain :class:`matplotlib.figure.Figure` objects rendered by the
 Agg/SVG canvases: no pyplot, no display, no global state.
 """
@@ -32,16 +36,20 @@ class Chart:
     name: str  # file name stem
     title: str  # heading in the report
     draw: Callable[[ReportData], "tuple[object, str] | None"]
+    workloads: tuple[str, ...] | None = ("flat",)  # the workloads it is drawn for; None: every one
+
+    def applies(self, workload: str) -> bool:
+        return self.workloads is None or workload in self.workloads
 
 
 #: Every chart, in the order the report shows them.
 CHARTS: list[Chart] = []
 
 
-def chart(name: str, title: str):
-    """Register the decorated function as a chart of the report."""
+def chart(name: str, title: str, workloads: tuple[str, ...] | None = ("flat",)):
+    """Register the decorated function as a chart of the report, for ``workloads`` (None: all)."""
     def register(draw):
-        CHARTS.append(Chart(name, title, draw))
+        CHARTS.append(Chart(name, title, draw, workloads))
         return draw
     return register
 
@@ -53,7 +61,7 @@ def new_figure(width: float, height: float):
 
 
 def render(data: ReportData, out: Path, image_format: str = "svg", charts=None) -> list[tuple[Chart, Path, str]]:
-    """Draw every chart that has data into ``out``; returns (chart, file, caption)."""
+    """Draw every chart of the results' workload that has data into ``out``; returns (chart, file, caption)."""
     import matplotlib
 
     if image_format not in FORMATS:
@@ -70,6 +78,8 @@ def render(data: ReportData, out: Path, image_format: str = "svg", charts=None) 
         for c in CHARTS if charts is None else charts:
             for stale in FORMATS:  # a chart no longer drawn (or drawn in the other format) goes
                 (out / f"{c.name}.{stale}").unlink(missing_ok=True)
+            if not c.applies(data.workload):
+                continue
             drawn = c.draw(data)
             if drawn is None:
                 continue
@@ -195,6 +205,10 @@ def _series(samples: list[dict], key: str, scale: float = 1.0):
 
 # -- the charts ------------------------------------------------------------
 
+# The other workloads' charts come first on their pages: registered here, before the seed's.
+from lakebench.report import workload_charts  # noqa: E402,F401  (registers its charts)
+
+
 @chart("latency", "Time per child against children created")
 def latency(data: ReportData):
     entries = [e for e in data.systems if data.latency_runs(e)]
@@ -236,7 +250,7 @@ def latency(data: ReportData):
     return fig, caption
 
 
-@chart("resources", "Memory and CPU over time")
+@chart("resources", "Memory and CPU over time", workloads=None)
 def resources(data: ReportData):
     entries = [e for e in data.systems if data.sample_runs(e)]
     if not entries:
@@ -342,7 +356,7 @@ def disk(data: ReportData):
     return fig, caption
 
 
-@chart("parent", "Parent retrieval time")
+@chart("parent", "Parent retrieval time", workloads=None)
 def parent(data: ReportData):
     entries = [e for e in data.ok if number(get_path(e, "parent.seconds")) is not None]
     if not entries:
@@ -364,11 +378,14 @@ def parent(data: ReportData):
         pct = f"\n{fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
         ax.annotate(f"{fmt.seconds(e['parent']['seconds'])}{pct}", (x, max([value, *dots])),
                     xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize="small")
+    # A case's parameters on a line of their own: a sweep's labels would run into each other.
     ax.set_xticks(range(len(entries)), [
-        f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
+        f"{data.label(e).replace(' (', chr(10) + '(', 1)}\n"
+        f"{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries],
+        fontsize="small" if len(entries) > 4 else None)
     values = [e["parent"]["seconds"] for e in entries]
     if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
-        ax.set_yscale("log")
+        _log_scale(ax, "y")
         ax.set_ylabel("GET parent (ms, log scale)")
         ax.set_ylim(top=ax.get_ylim()[1] * 3)
     else:

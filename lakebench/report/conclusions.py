@@ -267,7 +267,7 @@ def caveats(data: ReportData) -> list[str]:
         out.append(f"Transport differs ({listed}): in-process systems pay no HTTP or "
                    "serialization cost.")
     children = data.children
-    if children and children < 10_000:
+    if children and children < 10_000 and data.workload == "flat":
         out.append(f"Growth is measured over {children:,} children; the classic Fedora/LAKEsuperior "
                    "report used 10,000, and a trend may bend beyond the range measured.")
     return out

@@ -50,6 +50,11 @@ class ReportData:
         benchmarks = [(Path(p), load_benchmarks(Path(p))) for p in benchmark_files]
         return cls(results_dir, document, latencies, benchmarks)
 
+    @property
+    def workload(self) -> str:
+        """The workload's name (:mod:`lakebench.workloads`): ``flat`` in results older than workloads."""
+        return get_path(self.document, "workload.name") or "flat"
+
     # -- the systems -------------------------------------------------------
 
     @property
@@ -67,7 +72,8 @@ class ReportData:
 
     @property
     def skipped(self) -> list[dict]:
-        """Cases not run: the budget ran out at a smaller size (``skip_reason``)."""
+        """Cases not run: the budget ran out at a smaller size, or the system cannot take the
+        workload (``skip_reason``)."""
         return [s for s in self.systems if s.get("status") == "skipped"]
 
     @property

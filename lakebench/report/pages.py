@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from lakebench.report import fmt, seed
+from lakebench.report import fmt, sections, seed
 from lakebench.report.conclusions import caveats, conclusions
 from lakebench.report.data import ReportData, number, std_of
 from lakebench import results
@@ -32,6 +32,9 @@ def page(data: ReportData, figures: list[tuple[object, Path, str]], title: str,
         dataset_section(data),
         results_section(data),
         budget_section(data),
+        sections.operations_section(data),
+        sections.sent_held_section(data),
+        sections.parent_section(data),
         seed.section(data),
         charts_section(figures),
         benchmarks_section(data),
@@ -118,7 +121,7 @@ def environment_section(data: ReportData) -> str:
     rows = [["system", "durability", "transport", "runs", "status"]]
     for e in data.systems:
         runs = f"{e.get('successful_runs', '?')} of {e.get('repeat', '?')} succeeded"
-        status = {"ok": "ok", "skipped": "not run (budget)"}.get(e.get("status"), "**failed**")
+        status = {"ok": "ok", "skipped": _not_run(e)}.get(e.get("status"), "**failed**")
         rows.append([e["name"], e.get("durability") or fmt.DASH, e.get("transport") or fmt.DASH, runs, status])
     out.append(fmt.list_table(rows, "Systems measured"))
     out.append("*Durability*: ``volatile`` keeps nothing after the process exits; ``nosync`` hands each "
@@ -126,6 +129,11 @@ def environment_section(data: ReportData) -> str:
                "*Transport*: ``in-process`` calls the store directly; ``http`` goes through a "
                "server, as a repository's clients do.\n")
     return "\n".join(out)
+
+
+def _not_run(entry: dict) -> str:
+    reason = entry.get("skip_reason") or ""
+    return f"not run ({fmt.escape(reason)})" if reason.startswith("not applicable") else "not run (budget)"
 
 
 def dataset_section(data: ReportData) -> str:
@@ -240,14 +248,19 @@ def results_section(data: ReportData) -> str:
         "ingest and retrieval. **database size**: bytes allocated under the data directory after close; "
         "**B/triple**: that over **triples**, the triples held at the end. Field by field in :doc:`/results`.\n"
     )
-    failed = data.failed
-    if failed:
-        out.append(".. admonition:: Failed\n   :class: error\n")
-        for e in failed:
-            log = f" (the whole failure: {fmt.literal(e['log'])} in the results directory)" if e.get("log") else ""
-            out.append(f"   - {e['name']}: {fmt.literal(e.get('error') or 'unknown error')}{log}")
-        out.append("")
+    out.append(failed_section(data))
     return "\n".join(out)
+
+
+def failed_section(data: ReportData) -> str:
+    """An error box with each failed system's error, or nothing."""
+    if not data.failed:
+        return ""
+    out = [".. admonition:: Failed\n   :class: error\n"]
+    for e in data.failed:
+        log = f" (the whole failure: {fmt.literal(e['log'])} in the results directory)" if e.get("log") else ""
+        out.append(f"   - {e['name']}: {fmt.literal(e.get('error') or 'unknown error')}{log}")
+    return "\n".join(out) + "\n"
 
 
 def budget_rows(data: ReportData) -> list[list[str]]:

@@ -311,7 +311,8 @@ def _expected(field: Field) -> str:
     if isinstance(kind, list):
         return "a list"
     assert isinstance(kind, str)
-    return {"str": "a string", "int": "an integer", "number": "a finite number", "bool": "true or false"}[kind]
+    return {"str": "a string", "int": "an integer", "number": "a finite number", "bool": "true or false",
+            "any": "a value"}[kind]
 
 
 def _shown(value) -> str:

@@ -16,6 +16,7 @@ STAMP := $(VENV)/.lakebench-installed
 bench: $(STAMP)
 	$(VENV)/bin/lakebench run --systems $(SYSTEMS) --children $(CHILDREN) --out $(OUT)
 	$(VENV)/bin/lakebench report $(OUT) --html
+	$(VENV)/bin/lakebench report $(OUT) --out docs/performance --html
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

@@ -87,9 +87,14 @@ def test_page_holds_the_table_rows(built, results_dir):
 
 def test_page_sections_and_command(built):
     _, text = built
-    for heading in ("How these results were made", "Environment", "Data set", "Results", "Charts",
-                    "Conclusions"):
+    for heading in ("Summary", "Results", "Charts", "Conclusions", "How it was measured"):
         assert f"\n{heading}\n---" in text
+    for heading in ("How these results were made", "Environment", "Data set"):  # inside "How it was measured"
+        assert f"\n{heading}\n~~~" in text
+    # The answer first, how it was obtained after it.
+    order = [text.index(f"\n{h}\n---") for h in ("Summary", "Results", "Conclusions", "How it was measured")]
+    assert order == sorted(order)
+    assert ":download:`results.json <" in text
     assert "$ lakebench run --systems memory,oxigraph --children 20" in text
     assert ":doc:`/workload`" in text
     assert "Cache: warm" in text
@@ -211,7 +216,7 @@ def test_helpers():
 
 
 def _args(**kw):
-    defaults = dict(out=report.DEFAULT_OUT, html=False, benchmarks=[], image_format="svg",
+    defaults = dict(out=None, html=False, benchmarks=[], image_format="svg",
                     title=report.DEFAULT_TITLE)
     return argparse.Namespace(**{**defaults, **kw})
 
@@ -223,8 +228,36 @@ def test_cli_errors_are_one_line(tmp_path, capsys, results_dir):
     bad.write_text("{}")
     assert report.main(_args(results_dir=results_dir, out=tmp_path / "out", benchmarks=[bad])) == 2
     assert "not a pytest-benchmark JSON file" in capsys.readouterr().err
-    assert report.main(_args(results_dir=results_dir, out=tmp_path / "out", html=True)) == 2
-    assert "needs OUT inside a Sphinx docs tree" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert report.main(_args(results_dir=results_dir, out=tmp_path / "file")) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_report_goes_beside_its_results_and_builds_alone(tmp_path, capsys, results_dir):
+    """No --out: RUN/report; --html outside the docs builds the report as a site of its own."""
+    pytest.importorskip("sphinx")
+    run = tmp_path / "run"
+    shutil.copytree(results_dir, run)
+    assert report.main(_args(results_dir=run, html=True)) == 0
+    out = capsys.readouterr().out
+    assert (run / "report" / "index.rst").is_file() and (run / "report" / "conf.py").is_file()
+    html = run / "report" / "_build" / "html" / "index.html"
+    assert html.is_file() and str(html) in out
+    text = html.read_text(encoding="utf-8")
+    assert 'id="summary"' in text and 'id="how-it-was-measured"' in text
+    assert (run / "report" / "results.json").is_file()  # the raw files beside the page, linked
+
+
+def test_a_report_never_silently_replaces_another(tmp_path, capsys, results_dir):
+    other = tmp_path / "other"
+    shutil.copytree(results_dir, other)
+    out = tmp_path / "out"
+    assert report.main(_args(results_dir=results_dir, out=out)) == 0
+    assert "replacing" not in capsys.readouterr().err
+    assert report.main(_args(results_dir=results_dir, out=out)) == 0  # the same run again: no word
+    assert "replacing" not in capsys.readouterr().err
+    assert report.main(_args(results_dir=other, out=out)) == 0
+    assert f"replacing the report in {out} (it was {results_dir.resolve()}'s)" in capsys.readouterr().err
 
 
 def test_add_parser():
@@ -233,7 +266,7 @@ def test_add_parser():
     args = parser.parse_args(["report", "res", "--benchmarks", "a.json", "--benchmarks", "b.json",
                               "--html", "--format", "png"])
     assert args.func is report.main
-    assert args.results_dir == Path("res") and args.out == Path("docs/performance")
+    assert args.results_dir == Path("res") and args.out is None  # RESULTS_DIR/report
     assert args.benchmarks == [Path("a.json"), Path("b.json")] and args.html and args.image_format == "png"
 
 

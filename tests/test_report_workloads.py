@@ -137,8 +137,8 @@ def _update(e, variant, k):
 
 def _query(e, variant, k):
     e["operations"] = {"query count children": _op(2.0 + k, count=3)}
-    e["queries"] = {"count children": {"rows": 1, "digest": "d41d8cd98f00b204e9800998ecf8427e",
-                                       "expected": "d41d8cd98f00b204e9800998ecf8427e"}}
+    e["queries"] = {"count children": {"rows": 1, "answer": 30, "digest": "d41d8cd98f00b204e9800998ecf8427e",
+                                       "expected": 30}}
     e["sent"] = {"children": 30}
     e["held"] = {"children": 30}
 
@@ -214,13 +214,14 @@ def test_every_page_has_operations_sent_held_and_parent(site, workload_dirs):
             assert f"     - {column}\n" in operations
         assert ".. list-table:: Sent and held" in text
         parent = _table(text, "Parent retrieval")
-        assert "first GET" in parent and "steady GET" in parent
+        assert "GET first" in parent and "GET steady" in parent and "durability" in parent
 
 
 def test_flat_page_keeps_its_content(site, flat_dir, tmp_path, no_charts):
     text = (site / "flat" / "index.rst").read_text("utf-8")
-    for heading in ("Data set", "Results", "Charts", "Conclusions"):
+    for heading in ("Summary", "Results", "Charts", "Conclusions", "How it was measured"):
         assert f"\n{heading}\n---" in text
+    assert "\nData set\n~~~" in text
     for chart in ("latency", "resources", "disk", "parent"):
         _image(site / "flat" / f"{chart}.png")
     # one directory: the page as before, in OUT itself, titled as before
@@ -243,7 +244,7 @@ def test_workload_charts_are_files(site):
 
 def test_differences_and_skips_are_said_plainly(site, workload_dirs):
     deep = (site / "deep" / "index.rst").read_text("utf-8")
-    row = _table(deep, "Sent and held").split("   * - lmdb\n     - leaves\n")[1].split("   * -")[0]
+    row = _table(deep, "Sent and held").split("   * - lmdb\n     - durable\n     - leaves\n")[1].split("   * -")[0]
     assert "     - 128\n     - 127\n     - **DIFFERS**: 1 fewer held" in row
     assert ".. admonition:: What was sent is not what is held" in deep
     assert "**Check**: lmdb holds 127 leaves of the 128 sent" in deep
@@ -298,7 +299,7 @@ def test_comparison_says_worse(workload_dirs, tmp_path, no_charts):
 
 
 def _args(**kw):
-    defaults = dict(out=report.DEFAULT_OUT, html=False, benchmarks=[], image_format="png",
+    defaults = dict(out=None, html=False, benchmarks=[], image_format="png",
                     title=report.DEFAULT_TITLE, more_results=[], compare_with=[], threshold=1.1)
     return argparse.Namespace(**{**defaults, **kw})
 

@@ -2,14 +2,16 @@
 
 ``lakebench report RESULTS_DIR`` reads ``results.json`` and ``latencies.csv``
 (never re-measuring) and writes, into ``--out`` (default
-``docs/performance``), ``index.rst`` (the report: command, environment,
-workload, result tables, operations, what was sent and held, charts,
-conclusions) and one image per chart.  ``docs/performance.rst`` points at
-that page.  Several RESULTS_DIRs (one per workload) make one such page each,
+``RESULTS_DIR/report``: each run's report beside its results, so no report
+replaces another's), ``index.rst`` (the report: the summary first, then
+result tables, operations, what was sent and held, charts, conclusions, and
+how it was measured) and one image per chart.  ``--out docs/performance``
+makes it the page ``docs/performance.rst`` points at.  Several RESULTS_DIRs (one per workload) make one such page each,
 in ``OUT/WORKLOAD/``, and ``OUT/index.rst`` linking them.  ``--compare BASE``
 adds a page of the ratios ``lakebench compare BASE RESULTS_DIR`` prints.
 With ``--html`` it then builds the Sphinx site that contains ``--out``
-(warnings are errors) and prints where the pages are.
+(warnings are errors), or, outside any docs tree, a site of the report alone
+(a ``conf.py`` of its own in ``--out``), and prints where the pages are.
 
 Modules: :mod:`~lakebench.report.data` (reading), :mod:`~.charts` (the chart
 registry) and :mod:`~.workload_charts` (the charts of the workloads other than
@@ -32,11 +34,31 @@ from lakebench.report.data import ReportData, ReportError
 
 __all__ = ["ReportData", "ReportError", "add_parser", "build_html", "build_report", "build_site", "main"]
 
-DEFAULT_OUT = Path("docs/performance")
+#: The Sphinx documentation's performance page (``--out docs/performance``).
+DOCS_OUT = Path("docs/performance")
+#: The default ``--out``, inside the (first) results directory.
+REPORT_DIR = "report"
 DEFAULT_TITLE = "Performance report"
 
+#: ``conf.py`` of a report built outside the docs tree: the report alone.
+STANDALONE_CONF = '''"""Sphinx configuration of one lakebench report (written by 'lakebench report')."""
+project = "lakebench report"
+copyright = "2026, the lakebench developers"
+html_theme = "furo"
+html_title = "lakebench report"
+exclude_patterns = ["_build"]
+# The page links to lakebench's documentation (:doc:`/results`, :doc:`/workload`),
+# which is not part of a report built alone: those links stay plain text.
+suppress_warnings = ["ref.doc"]
+'''
 
-def build_report(results_dir: Path, out: Path = DEFAULT_OUT, *, benchmarks=(), image_format: str = "svg",
+
+def default_out(results_dir: Path) -> Path:
+    """Where a report goes without ``--out``: beside its results."""
+    return Path(results_dir) / REPORT_DIR
+
+
+def build_report(results_dir: Path, out: Path | None = None, *, benchmarks=(), image_format: str = "svg",
                  title: str = DEFAULT_TITLE, report_command: str | None = None, compare_with: Path | None = None,
                  threshold: float | None = None) -> Path:
     """Write the report page and its figures into ``out``; returns the page's path.
@@ -52,6 +74,7 @@ def build_report(results_dir: Path, out: Path = DEFAULT_OUT, *, benchmarks=(), i
     data = ReportData.load(results_dir, benchmarks)  # reading raises ReportError, never OSError
     if data.workload != "flat" and title == DEFAULT_TITLE:
         title = f"{title}: {data.workload} workload"
+    out = default_out(results_dir) if out is None else out
     return _write(data, Path(out), image_format, title, report_command, _base(compare_with, data), threshold)
 
 
@@ -77,6 +100,8 @@ def _write(data: ReportData, out: Path, image_format: str, title: str, report_co
         raise ReportError(f"cannot write the report to {out}: not a directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
+        data.page_dir = out
+        pages.copy_raw_files(data.results_dir, out)
         text = None
         compared = out / f"{comparison.PAGE}.rst"
         if base is not None:  # before the figures: a comparison that cannot be made stops here
@@ -90,7 +115,12 @@ def _write(data: ReportData, out: Path, image_format: str, title: str, report_co
             page += "\n" + comparison.section()
         elif _generated(compared):
             compared.unlink()  # an earlier report's: no longer in any toctree
-        index.write_text(page, encoding="utf-8")
+        source = str(Path(data.results_dir).resolve())
+        replaced = _source_of(index)
+        if replaced is not None and replaced != source:  # never silently
+            print(f"lakebench report: replacing the report in {out} (it was {replaced}'s)", file=sys.stderr)
+        note = f".. {GENERATED} from {source}: edits are overwritten.\n"
+        index.write_text(page.replace(pages.GENERATED_NOTE, note, 1), encoding="utf-8")
     except OSError as exc:
         where = exc.filename if exc.filename and Path(exc.filename) != out else None
         raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}"
@@ -98,15 +128,29 @@ def _write(data: ReportData, out: Path, image_format: str, title: str, report_co
     return index
 
 
+GENERATED = "Generated by 'lakebench report'"
+#: What every file this command writes says on its first line (``lakebench report --compare`` too).
+GENERATED_MARK = "Generated by 'lakebench report"
+
+
+def _source_of(index: Path) -> str | None:
+    """The results directory a page this command wrote was made from, or None."""
+    if not _generated(index):
+        return None
+    first = index.read_text(encoding="utf-8").splitlines()[0]
+    head, sep, rest = first.partition(f"{GENERATED} from ")
+    return rest.rsplit(": edits are overwritten.", 1)[0] if sep else None
+
+
 def _generated(path: Path) -> bool:
-    """Whether ``path`` is a page this command wrote (so it may remove it)."""
+    """Whether ``path`` is a page (or conf.py) this command wrote (so it may replace or remove it)."""
     try:
-        return path.is_file() and path.read_text(encoding="utf-8").startswith(".. Generated by 'lakebench report")
-    except (OSError, UnicodeDecodeError):
+        return path.is_file() and GENERATED_MARK in path.read_text(encoding="utf-8").splitlines()[0]
+    except (OSError, UnicodeDecodeError, IndexError):  # IndexError: an empty file
         return False
 
 
-def build_site(results_dirs: list[Path], out: Path = DEFAULT_OUT, *, benchmarks=(), image_format: str = "svg",
+def build_site(results_dirs: list[Path], out: Path | None = None, *, benchmarks=(), image_format: str = "svg",
                title: str = DEFAULT_TITLE, report_command: str | None = None, compare_with=(),
                threshold: float | None = None) -> Path:
     """One page per results directory (one workload each) in ``out/WORKLOAD/``, and ``out/index.rst``
@@ -206,8 +250,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=compare._ratio, default=compare.DEFAULT_THRESHOLD, metavar="R",
                         help="for --compare: largest acceptable ratio NEW/BASE, at least 1 "
                         f"(default: {compare.DEFAULT_THRESHOLD})")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"where the page and figures go, inside the Sphinx docs tree (default: {DEFAULT_OUT})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where the page and figures go (default: RESULTS_DIR/{REPORT_DIR}, beside the results, so "
+                        f"no report replaces another's); --out {DOCS_OUT} makes it the documentation's "
+                        "performance page")
     parser.add_argument("--html", action="store_true",
                         help="then build the Sphinx site containing OUT with sphinx-build -W "
                         "into its _build/html, and print where the pages are")
@@ -223,7 +269,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _command_line(args) -> str:
     parts = ["lakebench", "report", str(args.results_dir), *map(str, getattr(args, "more_results", None) or [])]
-    if args.out != DEFAULT_OUT:
+    if getattr(args, "out", None) is not None:
         parts += ["--out", str(args.out)]
     for path in getattr(args, "compare_with", None) or []:
         parts += ["--compare", str(path)]
@@ -243,14 +289,9 @@ def _command_line(args) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``lakebench report``: 0 on success, 2 on unreadable input, 1 if the HTML build fails."""
-    out = Path(getattr(args, "out", None) or DEFAULT_OUT)
-    html = getattr(args, "html", False)
-    source = docs_root(out) if html else None
-    if html and source is None:
-        print(f"lakebench report: error: --html needs OUT inside a Sphinx docs tree "
-              f"(no conf.py at or above {out})", file=sys.stderr)
-        return 2
     dirs = [args.results_dir, *(getattr(args, "more_results", None) or [])]
+    out = Path(getattr(args, "out", None) or default_out(dirs[0]))
+    html = getattr(args, "html", False)
     bases = getattr(args, "compare_with", None) or []
     options = dict(benchmarks=getattr(args, "benchmarks", None) or [],
                    image_format=getattr(args, "image_format", "svg"), title=getattr(args, "title", DEFAULT_TITLE),
@@ -273,6 +314,14 @@ def main(args: argparse.Namespace) -> int:
                                    else "figures alongside)"))
     if not html:
         return 0
+    source = docs_root(out)
+    if source is None or source == out and _generated(out / "conf.py"):
+        try:  # outside any docs tree: the report is a site of its own
+            (out / "conf.py").write_text(f"# {GENERATED}\n" + STANDALONE_CONF, encoding="utf-8")
+        except OSError as exc:
+            print(f"lakebench report: error: cannot write {out / 'conf.py'}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        source = out
     dest = source / "_build" / "html"
     try:
         import sphinx  # noqa: F401

@@ -35,6 +35,8 @@ class ReportData:
     latencies: dict[tuple[str, int, int, int], list[float]] = field(default_factory=dict)
     #: (path, pytest-benchmark document) for each ``--benchmarks`` file.
     benchmarks: list[tuple[Path, dict]] = field(default_factory=list)
+    #: Where the page is written (links to the raw files are relative to it); None: not known.
+    page_dir: Path | None = None
 
     @classmethod
     def load(cls, results_dir: Path, benchmark_files=()) -> "ReportData":

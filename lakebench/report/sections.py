@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lakebench.compare import primary_kind
 from lakebench.report import fmt
+from lakebench.report import summary as report_summary
 from lakebench.report.conclusions import caveats
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
@@ -40,15 +41,19 @@ def _name(data: ReportData, e: dict) -> str:
 
 def operations_rows(data: ReportData) -> list[list[str]]:
     """One row per system (and case) and operation kind, header row first."""
-    rows = [["system", "operation", "count", "mean", "p50", "p95", "p99", "ops/s", "errors"]]
+    rows = [["system", "durability", "operation", "count", "mean", "p50", "p95", "p99", "ops/s", "errors"]]
     for e in data.ok:
         for kind, op in (e.get("operations") or {}).items():
             errors = op.get("errors") or 0
-            rows.append([_name(data, e), fmt.escape(kind), fmt.count(op.get("count"))]
+            rows.append([_name(data, e), _durability(e), fmt.escape(kind), fmt.count(op.get("count"))]
                         + [fmt.nobreak(fmt.millis(number(op.get(k)))) for k in ("mean_ms", "p50_ms", "p95_ms",
                                                                                  "p99_ms")]
                         + [_rate(op.get("per_second")), f"**{errors:,}**" if errors else "0"])
     return rows
+
+
+def _durability(e: dict) -> str:
+    return e.get("durability") or fmt.DASH
 
 
 def _rate(value) -> str:
@@ -64,7 +69,7 @@ def operations_section(data: ReportData) -> str:
            "Every operation the workload timed, by kind: how many, the mean and percentiles of one "
            "operation's time, operations per second of the time spent in them (one client: the inverse "
            "of the mean), and how many the system refused (**errors**, counted, not timed).\n",
-           fmt.list_table(rows, "Operations", stub_columns=2)]
+           fmt.list_table(rows, "Operations", stub_columns=1)]
     refused = [e for e in data.ok if e.get("first_error")]
     for e in refused:
         out.append(f"- {_name(data, e)}'s first refusal: {fmt.literal(e['first_error'])}")
@@ -77,7 +82,7 @@ def operations_section(data: ReportData) -> str:
 
 def sent_held_rows(data: ReportData) -> tuple[list[list[str]], list[str]]:
     """The table of counts sent and held (header row first), and one line per difference."""
-    rows = [["system", "what", "sent", "held", "check"]]
+    rows = [["system", "durability", "what", "sent", "held", "check"]]
     differences = []
     for e in data.ok:
         sent, held = e.get("sent") or {}, e.get("held") or {}
@@ -92,7 +97,7 @@ def sent_held_rows(data: ReportData) -> tuple[list[list[str]], list[str]]:
             else:
                 check = f"**DIFFERS**: {abs(s - h):,} {'fewer' if h < s else 'more'} held"
                 differences.append(f"{_name(data, e)} holds {h:,} {fmt.escape(what)} of the {s:,} sent")
-            rows.append([_name(data, e), fmt.escape(what), fmt.count(s), fmt.count(h), check])
+            rows.append([_name(data, e), _durability(e), fmt.escape(what), fmt.count(s), fmt.count(h), check])
     return rows, differences
 
 
@@ -103,7 +108,7 @@ def sent_held_section(data: ReportData) -> str:
     out = [fmt.heading("Sent and held", "-"),
            "What the workload sent to each system, and what the system holds once it is done, counted "
            "through the system itself: a system that drops or adds data shows here.\n",
-           fmt.list_table(rows, "Sent and held", stub_columns=2)]
+           fmt.list_table(rows, "Sent and held", stub_columns=1)]
     if differences:
         out.append(".. admonition:: What was sent is not what is held\n   :class: error\n")
         out.extend(f"   - {line}" for line in differences)
@@ -114,10 +119,10 @@ def sent_held_section(data: ReportData) -> str:
 # -- the parent ------------------------------------------------------------
 
 def parent_rows(data: ReportData) -> list[list[str]]:
-    rows = [["system", "first GET", "steady GET", "retrievals", "contains", "size"]]
+    rows = [["system", "durability", "GET first", "GET steady", "retrievals", "contains", "size"]]
     for e in data.ok:
         parent = e.get("parent") or {}
-        rows.append([_name(data, e), fmt.nobreak(fmt.seconds(number(parent.get("first_seconds")))),
+        rows.append([_name(data, e), _durability(e), fmt.nobreak(fmt.seconds(number(parent.get("first_seconds")))),
                      fmt.nobreak(fmt.seconds(number(parent.get("seconds")))),
                      fmt.count(len(parent["all_seconds"]) if parent.get("all_seconds") else None),
                      fmt.count(parent.get("containment_triples")),
@@ -217,9 +222,9 @@ def summary(data: ReportData) -> str:
             "parent container read.\n")
 
 
-def workload_section(data: ReportData) -> str:
+def workload_section(data: ReportData, level: str = "-") -> str:
     w = data.document.get("workload") or {}
-    out = [fmt.heading("Workload", "-"),
+    out = [fmt.heading("Workload", level),
            f"The ``{data.workload}`` workload of :doc:`/workload`, on the data set of seed {w.get('seed', '?')} "
            "(every system receives the same resources). Its parameters, and the data set's:\n"]
     rows = [["parameter", "value"]]
@@ -300,15 +305,14 @@ def workload_page(data: ReportData, figures: list[tuple[object, Path, str]], tit
         pages.GENERATED_NOTE,
         fmt.heading(title, "=", overline=True),
         summary(data),
-        pages.command_section(data, report_command),
-        pages.environment_section(data),
-        workload_section(data),
+        report_summary.section(data, figures),
         operations_section(data),
         sent_held_section(data),
         parent_section(data),
         details_section(data),
         pages.failed_section(data),
-        pages.charts_section(figures),
+        pages.charts_section([f for f in figures if f[0].name != "headline"]),
         "\n".join(conclusions),
+        pages.measured_section(data, report_command, workload_section(data, level="~")),
     ]
     return "\n".join(p for p in parts if p).rstrip() + "\n"

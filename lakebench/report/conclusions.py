@@ -7,6 +7,7 @@ single run, flagged when too small to trust on a shared machine.
 from __future__ import annotations
 
 from lakebench import results
+from lakebench import figures
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number, std_of
 from lakebench.results import get_path
@@ -72,11 +73,13 @@ def _ranked(data: ReportData, path: str, fmt_value, what: str, lead: str, times:
     if not entries:
         return None
     best = entries[0]
+    if len(entries) == 1:  # nothing to rank it against: no "fastest"
+        return f"**{lead}**: {data.label(best)}: {fmt_value(best)}."
     text = f"**{lead}**: {data.label(best)} {what}: {fmt_value(best)}"
     others = []
     for e in entries[1:]:
         factor = _value(e, path) / _value(best, path) if _value(best, path) else None
-        factor_text = f", {factor:.2f}x {times}" if factor is not None else ""
+        factor_text = f", {figures.ratio(factor)} {times}" if factor is not None else ""
         others.append(f"{data.label(e)} {fmt_value(e)}{factor_text}{_noise(best, e, path, data.repeat)}")
     if others:
         text += "; " + "; ".join(others)

@@ -32,6 +32,7 @@ def page(data: ReportData, figures: list[tuple[object, Path, str]], title: str,
         _summary(data),
         report_summary.section(data, figures),
         results_section(data),
+        sections.load_section(data),
         budget_section(data),
         sections.operations_section(data),
         sections.sent_held_section(data),
@@ -277,7 +278,7 @@ def results_section(data: ReportData) -> str:
     out.append(fmt.list_table(space_rows, "Memory and disk"))
     out.append(
         "**running time**: sum of the per-child times (only the time spent storing, not generating the "
-        "graphs). **per resource**, **p95**: mean and 95th percentile of one child's time. "
+        "graphs); with several Locust users, whose requests overlap, the ingest's wall time. **per resource**, **p95**: mean and 95th percentile of one child's time. "
         "**last/first 10%**: mean time per child of the last 10% of children over that of the first 10% "
         "(1.00x: no growth). **GET parent first**: the retrieval right after the writes; **steady**: the "
         "median of the retrievals after it; **contains**: its "

@@ -119,14 +119,19 @@ def sent_held_section(data: ReportData) -> str:
 # -- the parent ------------------------------------------------------------
 
 def parent_rows(data: ReportData) -> list[list[str]]:
-    rows = [["system", "durability", "GET first", "GET steady", "retrievals", "contains", "size"]]
+    variants = any((e.get("parent") or {}).get("variants_seconds") for e in data.ok)
+    rows = [["system", "durability", "GET first", "GET steady", "retrievals", "contains", "size"]
+            + (["Prefer variants"] if variants else [])]
     for e in data.ok:
         parent = e.get("parent") or {}
+        shown = [] if not variants else [fmt.escape(", ".join(
+            f"{name.replace('_', ' ')} {fmt.seconds(number(seconds))}"
+            for name, seconds in (parent.get("variants_seconds") or {}).items()) or fmt.DASH)]
         rows.append([_name(data, e), _durability(e), fmt.nobreak(fmt.seconds(number(parent.get("first_seconds")))),
                      fmt.nobreak(fmt.seconds(number(parent.get("seconds")))),
                      fmt.count(len(parent["all_seconds"]) if parent.get("all_seconds") else None),
                      fmt.count(parent.get("containment_triples")),
-                     fmt.nobreak(fmt.size(number(parent.get("bytes"))))])
+                     fmt.nobreak(fmt.size(number(parent.get("bytes"))))] + shown)
     return rows
 
 
@@ -138,8 +143,41 @@ def parent_section(data: ReportData) -> str:
         fmt.heading("Parent retrieval", "-"),
         "Every workload ends by reading the parent container with its containment triples: **first** is "
         "the read right after the workload, **steady** the median of the reads after it; **contains**: "
-        "its containment triples, **size**: the bytes of the representation.\n",
+        "its containment triples, **size**: the bytes of the representation; with Locust, **Prefer "
+        "variants**: the parent read once in each ``Prefer`` variant right after the ingest (full, "
+        "containment omitted, minimal container).\n",
         fmt.list_table(rows, "Parent retrieval")])
+
+
+# -- a Locust ingest, as a load test ---------------------------------------
+
+def load_rows(data: ReportData) -> list[list[str]]:
+    rows = [["system", "durability", "users", "spawn rate", "requests", "requests/s", "failures", "kinds"]]
+    for e in data.ok:
+        load = e.get("load")
+        if not load:
+            continue
+        failures = load.get("failures") or 0
+        kinds = ", ".join(f"{kind} ({n:,})" for kind, n in (load.get("failure_kinds") or {}).items())
+        rows.append([_name(data, e), _durability(e), fmt.count(load.get("users")),
+                     f"{number(load.get('spawn_rate')) or 0:g}/s", fmt.count(load.get("requests")),
+                     _rate(load.get("throughput_per_s")), f"**{failures:,}**" if failures else "0",
+                     fmt.escape(kinds) or fmt.DASH])
+    return rows
+
+
+def load_section(data: ReportData) -> str:
+    """The ingest as a load test (``--driver locust``): nothing for lakebench's own client."""
+    rows = load_rows(data)
+    if len(rows) == 1:
+        return ""
+    return "\n".join([
+        fmt.heading("Load test", "-"),
+        "Locust's users PUT the children concurrently: **requests/s** is every PUT sent over the ingest's "
+        "wall time, all users together; **failures** are PUTs the server refused or never answered, by "
+        "kind (counted, not timed: a refused child is missing from what is held). The running time of "
+        "such an ingest is its wall time, not a sum of overlapping requests.\n",
+        fmt.list_table(rows, "Load test")])
 
 
 # -- the workload's own figures --------------------------------------------

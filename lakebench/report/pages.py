@@ -215,7 +215,7 @@ def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
                    "B/triple", "disk/ref", "triples"]]
     ref = data.reference
     ref_bpt = _bytes_per_triple(ref, data)[0] if ref else None
-    for e in data.systems:
+    for e in data.ranked:
         name = e["name"] if e["name"] != data.document.get("reference") else f"{e['name']} (ref.)"
         name = data.label(e).replace(e["name"], name, 1)
         durability = e.get("durability") or fmt.DASH

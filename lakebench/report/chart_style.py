@@ -15,7 +15,8 @@ anything else       dash-dot     ``server-default`` (a server as it ships), unkn
 
 Two systems of the same colour never meet (the palette has ten colours) and
 a system and its ``-nosync`` twin differ in colour *and* dash, so one line
-cannot hide the other.  Bars carry the same information as a hatch
+cannot hide the other; two systems of the same dash have it shifted
+(:func:`dash_of`), so where their lines overlap both colours show in turn.  Bars carry the same information as a hatch
 (:data:`HATCHES`).  Where a chart needs a second line per system (a 95th
 percentile next to a median), the second is thinner and fainter, never
 another dash.
@@ -71,7 +72,7 @@ DASHES = {"durable": "-", "nosync": "--", "volatile": ":"}
 OTHER_DASH = "-."
 #: Hatch of a system's bars by its durability (the dash of a bar).
 HATCHES = {"durable": None, "nosync": "//", "volatile": ".."}
-OTHER_HATCH = "xx"
+OTHER_HATCH = "x"
 #: A marker per system, in the order the systems first appear.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 
@@ -86,17 +87,40 @@ def durability(entry: dict) -> str:
     return entry.get("durability") or "unknown"
 
 
+#: The on-off pattern of each dash (in line widths), to shift per system.
+PATTERNS = {"--": (5.0, 3.0), ":": (1.0, 2.0), "-.": (6.0, 2.0, 1.5, 2.0)}
+
+
+def dash_of(durability: str | None, index: int = 0):
+    """The linestyle of a system of ``durability``, its pattern shifted by the system's ``index``.
+
+    Two systems of the same durability whose lines overlap (lmdb-nosync and
+    lmdb-http-nosync, on disk) then show their dashes in turn, both colours
+    visible, instead of one hiding the other.
+
+    >>> dash_of("durable"), dash_of("nosync"), dash_of("nosync", 1), dash_of(None)
+    ('-', (0.0, (5.0, 3.0)), (3.0, (5.0, 3.0)), (0.0, (6.0, 2.0, 1.5, 2.0)))
+    """
+    name = DASHES.get(durability, OTHER_DASH)
+    if name == "-":
+        return name
+    pattern = PATTERNS[name]
+    return ((index * 3.0) % sum(pattern), pattern)
+
+
 def system_style(data, entry: dict) -> dict:
     """``color``, ``ls`` and ``marker`` of ``entry``'s system: pass them to ``ax.plot(**...)``."""
     names = list(dict.fromkeys(s["name"] for s in data.systems))
     index = names.index(entry["name"]) if entry["name"] in names else 0
-    return {"color": data.color(entry), "ls": DASHES.get(entry.get("durability"), OTHER_DASH),
+    return {"color": data.color(entry), "ls": dash_of(entry.get("durability"), index),
             "marker": MARKERS[index % len(MARKERS)]}
 
 
 def bar_style(data, entry: dict) -> dict:
-    """``color`` and ``hatch`` of ``entry``'s bars: pass them to ``ax.bar(**...)``."""
-    return {"color": data.color(entry), "hatch": HATCHES.get(entry.get("durability"), OTHER_HATCH)}
+    """``facecolor``, ``edgecolor`` and ``hatch`` of ``entry``'s bars: pass them to ``ax.bar(**...)``
+    or to a legend's ``Patch``; the hatch is drawn in the edge colour, white."""
+    return {"facecolor": data.color(entry), "edgecolor": "white",
+            "hatch": HATCHES.get(entry.get("durability"), OTHER_HATCH)}
 
 
 def system_handle(data, entry: dict, label: str | None = None, lw: float = 2, **kw):
@@ -119,10 +143,13 @@ def outside_legend(fig, handles=None, ncols: int | None = None, title: str | Non
                     handles.append(h)
     if not handles:
         return None
-    if ncols is None:
-        longest = max(len(h.get_label()) for h in handles)
-        ncols = max(1, min(len(handles), 3 if longest <= 12 else 2 if longest <= 22 else 1))
-    return fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, title=title)
+    # As many columns as fit the figure's width (a legend wider than the figure is cut): a column is
+    # the key (3 em), the gaps (~1.5 em) and the longest label (~0.6 em a character).
+    longest = max(len(h.get_label()) for h in handles)
+    fit = int(FIG_WIDTH * 72 // ((3.0 + 1.5 + 0.6 * longest) * FONT_PT))
+    ncols = max(1, min(len(handles), fit, ncols or len(handles)))
+    return fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, title=title,
+                      handlelength=3.0)  # long enough to show a dash on both sides of a marker
 
 
 # -- hover titles ----------------------------------------------------------

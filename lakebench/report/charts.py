@@ -184,12 +184,21 @@ def _shade_phases(ax, samples: list[dict]) -> None:
 
 
 def _log_scale(ax, which: str = "y") -> None:
-    """Log scale labelled 1, 2, 5, 10, 20, 50 ... in plain numbers."""
+    """Log scale labelled 1, 2, 5, 10, 20, 50 ... in plain numbers; 1, 10, 100 ... over many decades.
+
+    Call it once the data is drawn: the span of the data picks the labels, so
+    that a 6 in wide axis never runs its labels into each other.
+    """
+    import math
+
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     getattr(ax, f"set_{which}scale")("log")
     axis = getattr(ax, f"{which}axis")
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    low, high = sorted(getattr(ax, f"get_{which}lim")())
+    decades = math.log10(high / low) if low > 0 and high > 0 else 0
+    crowded = decades > (2.5 if which == "x" else 4.5)
+    axis.set_major_locator(LogLocator(subs=(1.0,) if crowded else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -238,9 +247,9 @@ def latency(data: ReportData):
         centres, med, p95 = moving_stats(runs, window)
         growth = number(get_path(e, "growth.ratio"))
         typical = data.median_growth(e)
-        notes = ([f"mean {fmt.ratio(growth)}"] if growth is not None else []) + (
-            [f"median {fmt.ratio(typical[2])}"] if typical else [])
-        note = f" (last/first 10%: {', '.join(notes)})" if notes else ""
+        notes = ([f"{fmt.ratio(growth)} mean"] if growth is not None else []) + (
+            [f"{fmt.ratio(typical[2])} median"] if typical else [])
+        note = f": {' / '.join(notes)}" if notes else ""
         line, = ax.plot(centres, med * 1000, color=st["color"], ls=st["ls"], lw=2.2, zorder=3)
         tip(line, f"{data.label(e)}: moving median, {fmt.millis(float(np.median(med)) * 1000)} typical{note}")
         faint, = ax.plot(centres, p95 * 1000, color=st["color"], ls=st["ls"], lw=1, alpha=0.6, zorder=3)
@@ -258,7 +267,9 @@ def latency(data: ReportData):
         "Each dot is one ``create_child`` call; the thick line is the moving median and the "
         f"thin faint line the moving 95th percentile over {window} consecutive children{pooled}. "
         "A flat line means a child costs the same however many siblings it has (O(1)); a line "
-        f"that rises with the index means each child costs more as the container fills (O(n)). {DASH_KEY}"
+        "that rises with the index means each child costs more as the container fills (O(n)). The legend gives "
+        "each system's growth: its mean, then its median time per child over the last 10% of the children "
+        f"divided by the first 10%'s. {DASH_KEY}"
     )
     return fig, caption
 
@@ -291,7 +302,7 @@ def disk(data: ReportData):
             after = [s for s in samples if s.get("phase") not in LOADING_PHASES
                      and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
             line, = ax.plot([s["children"] for s in loading], [s["disk_bytes"] / 1e6 for s in loading],
-                            color=st["color"], ls=st["ls"], alpha=alpha, lw=1.8, marker=st["marker"], ms=3,
+                            color=st["color"], ls=st["ls"], alpha=alpha, lw=1.8, marker=st["marker"], ms=5,
                             markevery=max(1, len(loading) // 12))
             tip(line, f"{data.label(e)}: disk during the ingest")
             if after:
@@ -333,7 +344,7 @@ def parent(data: ReportData):
     if not entries:
         return None
     # Horizontal bars, one row per system: the names stay readable at any width.
-    fig = new_figure(FIG_WIDTH, 1.6 + 0.75 * len(entries))
+    fig = new_figure(FIG_WIDTH, 1.4 + 0.95 * len(entries))
     ax = fig.add_subplot()
     ref = data.reference
     ref_seconds = number(get_path(ref, "parent.seconds")) if ref else None
@@ -341,28 +352,29 @@ def parent(data: ReportData):
     for y, e in zip(ys, entries):
         value = e["parent"]["seconds"] * 1000
         std = std_of(e, "parent.seconds")
-        bars = ax.barh(y, value, height=0.6, alpha=0.85, edgecolor="white", zorder=2,
+        bars = ax.barh(y - 0.1, value, height=0.45, alpha=0.85, zorder=2,
                        xerr=None if std is None else std * 1000, capsize=4, **bar_style(data, e))
         pct = f", {fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
         tip(bars.patches[0], f"{data.label(e)}: {fmt.seconds(e['parent']['seconds'])}{pct}")
         dots = [t * 1000 for run in e.get("runs") or [] for t in (get_path(run, "parent.all_seconds") or [])]
         if dots:
             offsets = [(i / max(1, len(dots) - 1) - 0.5) * 0.35 for i in range(len(dots))]
-            marks, = ax.plot(dots, [y + o for o in offsets], ls="none", marker="o", ms=3.5, color="black",
+            marks, = ax.plot(dots, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker="o", ms=3.5, color="black",
                              alpha=0.6, zorder=3)
             tip(marks, f"{data.label(e)}: retrievals from {fmt.millis(min(dots))} to {fmt.millis(max(dots))}")
-        ax.annotate(f"{fmt.seconds(e['parent']['seconds'])}{pct}", (max([value, *dots]), y),
-                    xytext=(4, 0), textcoords="offset points", ha="left", va="center")
-    ax.set_yticks(ys, [f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained"
-                       for e in entries])
+        # The value above its bar, from the axis: clear of the dots, inside the figure.
+        ax.text(0.01, y + 0.17, f"{fmt.seconds(e['parent']['seconds'])}{pct}", transform=ax.get_yaxis_transform(),
+                ha="left", va="bottom")
+    ax.set_yticks([y - 0.1 for y in ys], [
+        f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
     values = [e["parent"]["seconds"] for e in entries]
     if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
         _log_scale(ax, "x")
         ax.set_xlabel("GET parent (ms, log scale)")
-        ax.set_xlim(right=ax.get_xlim()[1] * 30)  # room for the values
     else:
         ax.set_xlabel("GET parent (ms)")
-        ax.set_xlim(0, ax.get_xlim()[1] * 1.6)
+        ax.set_xlim(left=0)
+    ax.set_ylim(-0.6, len(entries) - 0.4)
     ax.grid(True, axis="x", alpha=0.3)
     retrievals = get_path(data.document, "settings.retrievals") or "several"
     spread = ", error bar: standard deviation over the runs" if data.repeat > 1 else ""
@@ -458,7 +470,7 @@ def cliff(data: ReportData):
             cross, = put_ax.plot([reached], [at], marker="X", ms=12, color=color, mec="black", ls="none",
                                  zorder=4)
             tip(cross, f"{name}: budget spent at {fmt.count(reached)} children")
-            put_ax.annotate(f"{_count_label(reached)}", (reached, at), xytext=(0, 9), textcoords="offset points",
+            put_ax.annotate(fmt.count(reached), (reached, at), xytext=(0, 9), textcoords="offset points",
                             ha="center", color=color)
             get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=12, color=color,
                         mec="black", ls="none", zorder=4)

@@ -47,12 +47,12 @@ def headline(data: ReportData):
     for y, (e, s) in zip(ys, rows):
         st = system_style(data, e)
         low, high = s.get("p5", s["p50"]), s.get("p95", s["p50"])
-        whisker, = ax.plot([low, high], [y, y], color=st["color"], ls=st["ls"], lw=2.2, zorder=2)
+        whisker, = ax.plot([low, high], [y, y], color=st["color"], ls=st["ls"], lw=2.6, zorder=2)
         if "p99" in s and s["p99"] > high:
             ax.plot([high, s["p99"]], [y, y], color=st["color"], ls=st["ls"], lw=1, alpha=0.5, zorder=2)
         if "p25" in s:
-            box = ax.barh(y, s["p75"] - s["p25"], left=s["p25"], height=0.42, color=st["color"], alpha=0.35,
-                          edgecolor=st["color"], lw=1.2, zorder=2)
+            box = ax.barh(y, s["p75"] - s["p25"], left=s["p25"], height=0.34, color=st["color"], alpha=0.25,
+                          edgecolor=st["color"], lw=1.2, zorder=1)
             tip(box.patches[0], f"{data.label(e)}: middle half {fmt.millis(s['p25'])} to {fmt.millis(s['p75'])}")
         point, = ax.plot([s["p50"]], [y], ls="none", marker=st["marker"], ms=9, color=st["color"], mec="black",
                          zorder=3)
@@ -67,7 +67,7 @@ def headline(data: ReportData):
     ax.set_yticks(ys, [f"{data.label(e)}\n{e.get('durability') or '?'}" for e, _ in rows])
     _log_scale(ax, "x")
     left = min(min(v for k, v in s.items() if k != "n" and v) for _, s in rows)
-    ax.set_xlim(left / 1.6, top * 6)  # room for the values written at the right
+    ax.set_xlim(left / 1.6, top * 4.5)  # room for the values written at the right
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel(f"time per {primary} (ms, log scale)")
     ax.grid(True, axis="x", which="major", alpha=0.35)

@@ -151,7 +151,7 @@ def mixed_percentiles(data: ReportData):
             for key, label, alpha in PERCENTILES:  # longest first, so the shorter bars stay visible
                 value = number(op.get(key))
                 if value:
-                    bars = ax.barh(y, value, height=width * 0.9, alpha=alpha, zorder=2, edgecolor="white", lw=0.5,
+                    bars = ax.barh(y, value, height=width * 0.9, alpha=alpha, zorder=2, lw=0.5,
                                    **bar_style(data, e))
                     tip(bars.patches[0], f"{data.label(e)}, {kind}: {label} {fmt.millis(value)}"
                                          f" over {fmt.count(op.get('count'))} operations")

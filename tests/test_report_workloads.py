@@ -137,8 +137,8 @@ def _update(e, variant, k):
 
 def _query(e, variant, k):
     e["operations"] = {"query count children": _op(2.0 + k, count=3)}
-    e["queries"] = {"count children": {"rows": 1, "digest": "d41d8cd98f00b204e9800998ecf8427e",
-                                       "expected": "d41d8cd98f00b204e9800998ecf8427e"}}
+    e["queries"] = {"count children": {"rows": 1, "answer": 30, "digest": "d41d8cd98f00b204e9800998ecf8427e",
+                                       "expected": 30}}  # expected: the answer known in advance (an int)
     e["sent"] = {"children": 30}
     e["held"] = {"children": 30}
 

@@ -44,7 +44,6 @@ title.)  PNGs carry no titles.
 """
 from __future__ import annotations
 
-import itertools
 import re
 from xml.sax.saxutils import escape
 
@@ -153,8 +152,6 @@ def outside_legend(fig, handles=None, ncols: int | None = None, title: str | Non
 
 
 # -- hover titles ----------------------------------------------------------
-
-_ids = itertools.count(1)
 
 
 def tip(artist, text: str):

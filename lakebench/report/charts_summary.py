@@ -40,7 +40,8 @@ def headline(data: ReportData):
         return None
     rows.sort(key=lambda row: row[1]["p50"])
     primary = get_path(rows[0][0], "workload.primary") or "operation"
-    fig = new_figure(FIG_WIDTH, 1.5 + 0.72 * len(rows))
+    swept = any(data.label(e) != e["name"] for e, _ in rows)  # a case's parameters: a line of their own
+    fig = new_figure(FIG_WIDTH, 1.5 + (0.95 if swept else 0.72) * len(rows))
     ax = fig.add_subplot()
     ys = list(range(len(rows)))[::-1]  # fastest on top
     top = 0.0
@@ -64,12 +65,14 @@ def headline(data: ReportData):
         top = max(top, far)
         ax.annotate(fmt.millis(s["p50"]), (far, y), xytext=(6, 0), textcoords="offset points", ha="left",
                     va="center", fontweight="bold")
-    ax.set_yticks(ys, [f"{data.label(e)}\n{e.get('durability') or '?'}" for e, _ in rows])
-    _log_scale(ax, "x")
+    ax.set_yticks(ys, [f"{data.label(e).replace(' (', chr(10) + '(', 1)}\n{e.get('durability') or '?'}"
+                       for e, _ in rows])
+    ax.set_xscale("log")
     left = min(min(v for k, v in s.items() if k != "n" and v) for _, s in rows)
     ax.set_xlim(left / 1.6, top * 4.5)  # room for the values written at the right
+    _log_scale(ax, "x")  # after the limits: they choose the labels
     ax.set_ylim(-0.6, len(rows) - 0.4)
-    ax.set_xlabel(f"time per {primary} (ms, log scale)")
+    ax.set_xlabel(f"time per {primary} (ms, log)")
     ax.grid(True, axis="x", which="major", alpha=0.35)
     from_latencies = any("p5" in s for _, s in rows)
     caption = (

@@ -127,7 +127,8 @@ def load(data: ReportData):
         # Failures always drawn, as Locust does: a row of crosses on zero says "none".
         line, = rate_ax.plot(t, failures, color=st["color"], ls=st["ls"], lw=1, alpha=0.7, marker="x", ms=7)
         kinds = ", ".join(f"{k} {v}" for k, v in (load_.get("failure_kinds") or {}).items())
-        tip(line, f"{data.label(e)}: {fmt.count(load_.get('failures') or 0)} failures" + (f": {kinds}" if kinds else ""))
+        tip(line, f"{data.label(e)}: {fmt.count(load_.get('failures') or 0)} failures"
+                  + (f": {kinds}" if kinds else ""))
         for key, lw, alpha, what in (("p50_ms", 2, 1.0, "median"), ("p95_ms", 1, 0.6, "95th percentile")):
             pts = [(x, number(p.get(key))) for x, p in zip(t, points) if number(p.get(key)) is not None]
             line, = time_ax.plot([p[0] for p in pts], [p[1] for p in pts], color=st["color"], ls=st["ls"],

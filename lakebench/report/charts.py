@@ -4,7 +4,7 @@ Adding a chart is one function and one line::
 
     @chart("cpu_time", "CPU time")
     def cpu_time(data: ReportData):
-        fig = new_figure(8, 4)
+        fig = new_figure(FIG_WIDTH, 4)
         ...
         return fig, "What the chart shows, for its caption."
 
@@ -14,7 +14,15 @@ could plot (no disk sizes, no sweep): the report then leaves it out.  A
 chart declares the workloads it applies to (``workloads=("binaries",)``;
 ``flat`` by default, ``None`` for every workload): a page draws only its
 workload's.  The charts of the other workloads are in
-:mod:`~lakebench.report.workload_charts`.
+:mod:`~lakebench.report.workload_charts`, the panels over time (memory, CPU,
+disk, a Locust run's load) in :mod:`~lakebench.report.charts_time`, the
+summary's ``headline`` chart in :mod:`~lakebench.report.charts_summary`.
+Every chart draws each system in its own colour, dash (by durability) and
+marker, at a width and font size legible on a phone, with its legend outside
+the data and hover titles on its marks: :mod:`~lakebench.report.chart_style`
+says how and gives the helpers (``fig = new_figure(FIG_WIDTH, 4)``,
+``ax.plot(..., **system_style(data, entry))``, ``tip(line, "lmdb: 2 ms")``,
+``outside_legend(fig)``).
 Figures are plain :class:`matplotlib.figure.Figure` objects rendered by the
 Agg/SVG canvases: no pyplot, no display, no global state.
 """

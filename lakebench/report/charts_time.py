@@ -144,8 +144,8 @@ def load(data: ReportData):
     rate_ax.set_xlim(0, end or 1)
     time_ax.set_xlabel("seconds since the load started")
     handles = [system_handle(data, e) for e in entries]
-    keys = [Line2D([], [], color="#444", lw=2, label="requests/s, median"),
-            Line2D([], [], color="#444", lw=1, alpha=0.6, label="p95")]
+    keys = [Line2D([], [], color="#444", lw=2, label="requests/s; median"),
+            Line2D([], [], color="#444", lw=1, alpha=0.6, label="95th percentile")]
     keys.append(Line2D([], [], color="#444", lw=1, marker="x", ms=7, label="failures/s"))
     outside_legend(fig, handles + keys, ncols=2)
     users = sorted({str(get_path(e, "load.users")) for e in entries if get_path(e, "load.users")})

@@ -4,7 +4,7 @@ Adding a chart is one function and one line::
 
     @chart("cpu_time", "CPU time")
     def cpu_time(data: ReportData):
-        fig = new_figure(8, 4)
+        fig = new_figure(FIG_WIDTH, 4)
         ...
         return fig, "What the chart shows, for its caption."
 
@@ -14,7 +14,15 @@ could plot (no disk sizes, no sweep): the report then leaves it out.  A
 chart declares the workloads it applies to (``workloads=("binaries",)``;
 ``flat`` by default, ``None`` for every workload): a page draws only its
 workload's.  The charts of the other workloads are in
-:mod:`~lakebench.report.workload_charts`.
+:mod:`~lakebench.report.workload_charts`, the panels over time (memory, CPU,
+disk, a Locust run's load) in :mod:`~lakebench.report.charts_time`, the
+summary's ``headline`` chart in :mod:`~lakebench.report.charts_summary`.
+Every chart draws each system in its own colour, dash (by durability) and
+marker, at a width and font size legible on a phone, with its legend outside
+the data and hover titles on its marks: :mod:`~lakebench.report.chart_style`
+says how and gives the helpers (``fig = new_figure(FIG_WIDTH, 4)``,
+``ax.plot(..., **system_style(data, entry))``, ``tip(line, "lmdb: 2 ms")``,
+``outside_legend(fig)``).
 Figures are plain :class:`matplotlib.figure.Figure` objects rendered by the
 Agg/SVG canvases: no pyplot, no display, no global state.
 """
@@ -25,6 +33,8 @@ from pathlib import Path
 from typing import Callable
 
 from lakebench.report import fmt
+from lakebench.report.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, RC, add_titles, bar_style,
+                                          outside_legend, system_handle, system_style, tip, tips_of)
 from lakebench.report.data import ReportData, number, std_of
 from lakebench.results import get_path, percentile
 
@@ -54,27 +64,34 @@ def chart(name: str, title: str, workloads: tuple[str, ...] | None = ("flat",)):
     return register
 
 
-def new_figure(width: float, height: float):
+def new_figure(width: float = FIG_WIDTH, height: float = 4.0):
+    """A figure at most :data:`FIG_WIDTH` wide: wider, its text would shrink below 10 px on a phone."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(min(width, FIG_WIDTH), height), layout="constrained")
+
+
+def style():
+    """The settings every chart is drawn in (:data:`~lakebench.report.chart_style.RC`)."""
+    import matplotlib
+
+    return matplotlib.rc_context(RC)
+
+
+def save(fig, path: Path, image_format: str) -> None:
+    """Write ``fig``; an SVG gets the hover titles of its marks (:func:`~lakebench.report.chart_style.tip`)."""
+    metadata = {"Date": None} if image_format == "svg" else {"Software": None}
+    fig.savefig(path, format=image_format, dpi=120, metadata=metadata)
+    if image_format == "svg" and tips_of(fig):
+        path.write_text(add_titles(path.read_text(encoding="utf-8"), tips_of(fig)), encoding="utf-8")
 
 
 def render(data: ReportData, out: Path, image_format: str = "svg", charts=None) -> list[tuple[Chart, Path, str]]:
     """Draw every chart of the results' workload that has data into ``out``; returns (chart, file, caption)."""
-    import matplotlib
-
     if image_format not in FORMATS:
         raise ValueError(f"image format must be one of {FORMATS}, got {image_format!r}")
     made = []
-    style = {
-        "svg.hashsalt": "lakebench",  # stable element ids: regenerated files diff cleanly
-        "font.size": 10,
-        "axes.titlesize": 10,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-    }
-    with matplotlib.rc_context(style):
+    with style():
         for c in CHARTS if charts is None else charts:
             for stale in FORMATS:  # a chart no longer drawn (or drawn in the other format) goes
                 (out / f"{c.name}.{stale}").unlink(missing_ok=True)
@@ -85,8 +102,7 @@ def render(data: ReportData, out: Path, image_format: str = "svg", charts=None) 
                 continue
             fig, caption = drawn
             path = out / f"{c.name}.{image_format}"
-            metadata = {"Date": None} if image_format == "svg" else {"Software": None}
-            fig.savefig(path, format=image_format, dpi=120, metadata=metadata)
+            save(fig, path, image_format)
             made.append((c, path, caption))
     return made
 
@@ -176,12 +192,21 @@ def _shade_phases(ax, samples: list[dict]) -> None:
 
 
 def _log_scale(ax, which: str = "y") -> None:
-    """Log scale labelled 1, 2, 5, 10, 20, 50 ... in plain numbers."""
+    """Log scale labelled 1, 2, 5, 10, 20, 50 ... in plain numbers; 1, 10, 100 ... over many decades.
+
+    Call it once the data is drawn: the span of the data picks the labels, so
+    that a 6 in wide axis never runs its labels into each other.
+    """
+    import math
+
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     getattr(ax, f"set_{which}scale")("log")
     axis = getattr(ax, f"{which}axis")
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    low, high = sorted(getattr(ax, f"get_{which}lim")())
+    decades = math.log10(high / low) if low > 0 and high > 0 else 0
+    crowded = decades > (3.2 if which == "x" else 4.5)  # ~100 pt a decade for 1, 2, 5 across 6 in
+    axis.set_major_locator(LogLocator(subs=(1.0,) if crowded else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -204,6 +229,7 @@ def _series(samples: list[dict], key: str, scale: float = 1.0):
 
 
 # -- the charts ------------------------------------------------------------
+# -- the charts ------------------------------------------------------------
 
 # The other workloads' charts come first on their pages: registered here, before the seed's.
 from lakebench.report import workload_charts  # noqa: E402,F401  (registers its charts)
@@ -217,99 +243,50 @@ def latency(data: ReportData):
     import numpy as np
 
     window = data.latency_window()
-    fig = new_figure(8, 4.8)
+    fig = new_figure(FIG_WIDTH, 5.6)
     ax = fig.add_subplot()
+    handles = []
     for e in entries:
         runs = data.latency_runs(e)
-        color = data.color(e)
+        st = system_style(data, e)
         for r in runs:
-            ax.scatter(np.arange(len(r)), np.asarray(r) * 1000, s=5, color=color, alpha=0.3,
+            ax.scatter(np.arange(len(r)), np.asarray(r) * 1000, s=5, color=st["color"], alpha=0.25,
                        linewidths=0, rasterized=True, zorder=1)
         centres, med, p95 = moving_stats(runs, window)
         growth = number(get_path(e, "growth.ratio"))
         typical = data.median_growth(e)
-        notes = ([f"mean {fmt.ratio(growth)}"] if growth is not None else []) + (
-            [f"median {fmt.ratio(typical[2])}"] if typical else [])
-        note = f" (last/first 10%: {', '.join(notes)})" if notes else ""
-        ax.plot(centres, med * 1000, color=color, lw=2, label=f"{data.label(e)} median{note}", zorder=3)
-        ax.plot(centres, p95 * 1000, color=color, lw=1, ls="--", label=f"{data.label(e)} p95", zorder=3)
+        notes = ([f"{fmt.ratio(growth)} mean"] if growth is not None else []) + (
+            [f"{fmt.ratio(typical[2])} median"] if typical else [])
+        note = f": {' / '.join(notes)}" if notes else ""
+        line, = ax.plot(centres, med * 1000, color=st["color"], ls=st["ls"], lw=2.2, zorder=3)
+        tip(line, f"{data.label(e)}: moving median, {fmt.millis(float(np.median(med)) * 1000)} typical{note}")
+        faint, = ax.plot(centres, p95 * 1000, color=st["color"], ls=st["ls"], lw=1, alpha=0.6, zorder=3)
+        tip(faint, f"{data.label(e)}: moving 95th percentile")
+        handles.append(system_handle(data, e, marker=None, label=f"{data.label(e)}{note}"))
     _log_scale(ax, "y")
     ax.set_xlim(left=0)
-    ax.set_xlabel("child index (siblings already in the container)")
-    ax.set_ylabel("time to create the child (ms, log scale)")
+    ax.set_xlabel("child index (siblings in the container)")
+    ax.set_ylabel("time per child (ms, log)")
     ax.grid(True, which="major", alpha=0.4)
     ax.grid(True, which="minor", alpha=0.15)
-    ax.legend(fontsize="small", loc="upper left")
+    outside_legend(fig, handles, ncols=1)
     pooled = " (all runs pooled)" if data.repeat > 1 else ""
     caption = (
-        "Each dot is one ``create_child`` call; the solid line is the moving median and the "
-        f"dashed line the moving 95th percentile over {window} consecutive children{pooled}. "
+        "Each dot is one ``create_child`` call; the thick line is the moving median and the "
+        f"thin faint line the moving 95th percentile over {window} consecutive children{pooled}. "
         "A flat line means a child costs the same however many siblings it has (O(1)); a line "
-        "that rises with the index means each child costs more as the container fills (O(n))."
+        "that rises with the index means each child costs more as the container fills (O(n)). The legend gives "
+        "each system's growth: its mean, then its median time per child over the last 10% of the children "
+        f"divided by the first 10%'s. {DASH_KEY}"
     )
     return fig, caption
 
 
-@chart("resources", "Memory and CPU over time", workloads=None)
-def resources(data: ReportData):
-    entries = [e for e in data.systems if data.sample_runs(e)]
-    if not entries:
-        return None
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    fig = new_figure(8, 1.0 + 2.6 * len(entries))
-    axes = fig.subplots(len(entries), 2, squeeze=False, sharey="col")
-    seen_phases: list[str] = []
-    for row, e in enumerate(entries):
-        runs = data.sample_runs(e)
-        mem_ax, cpu_ax = axes[row]
-        for ax in (mem_ax, cpu_ax):
-            _shade_phases(ax, runs[0])
-            ax.grid(True, alpha=0.3)
-        for phase, _, _ in phase_spans(runs[0]):
-            if phase not in seen_phases:
-                seen_phases.append(phase)
-        color = data.color(e)
-        for i, samples in enumerate(runs):
-            alpha, lw = (1.0, 1.6) if i == 0 else (0.3, 1.0)
-            t, rss = _series(samples, "rss_bytes", 1e-6)
-            mem_ax.plot(t, rss, color=color, lw=lw, alpha=alpha)
-            t, anon = _series(samples, "rss_anon_bytes", 1e-6)
-            mem_ax.plot(t, anon, color=color, lw=lw, alpha=alpha, ls=":")
-            t, cpu = _series(samples, "cpu_percent")
-            cpu_ax.plot(t, cpu, color=color, lw=lw * 0.8, alpha=alpha)
-        failed = "" if e.get("status") == "ok" else ", failed"
-        peak = number(e.get("peak_rss_bytes"))
-        peak_note = f": peak RSS {fmt.size(peak)}" if peak is not None else ""
-        mem_ax.set_title(f"{data.label(e)}{failed}{peak_note}", loc="left")
-        cpu_ax.set_title("CPU", loc="left")
-        mem_ax.set_ylabel("MB")
-        cpu_ax.set_ylabel("CPU %")
-    for ax in axes.flat:  # after every row is drawn: the rows share their limits
-        ax.set_ylim(bottom=0)
-    for ax in axes[-1]:
-        ax.set_xlabel("seconds since the system's process started")
-    handles = [Line2D([], [], color="#444", lw=1.6, label="RSS"),
-               Line2D([], [], color="#444", lw=1.6, ls=":", label="private RSS (RssAnon)")]
-    handles += [Patch(color=PHASE_COLORS.get(p, "#f4f4f4"), label=p) for p in seen_phases]
-    # Two rows when the phases are many (a run with checkpoints): one would run off the figure.
-    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 5), fontsize="small",
-               frameon=False)
-    caption = (
-        "Resident memory (solid), private resident memory (dotted: file-backed pages of "
-        "memory-mapped stores excluded) and CPU % (100% = one core) of each system's process "
-        "tree, sampled every "
-        f"{get_path(data.document, 'settings.sample_interval_seconds') or '?'} s. The shading "
-        "marks the phases: set-up, ingest, parent retrieval, the idle tail after the load, close."
-    )
-    if any(len(data.sample_runs(e)) > 1 for e in entries):
-        caption += " The first run is drawn solid, the others faint."
-    return fig, caption
-
+# The panels over time (memory, CPU, disk, and a Locust run's load): one shared time axis.
+from lakebench.report import charts_time  # noqa: E402,F401  (registers "resources")
 
 #: The monitor's phases up to the end of the ingest (a checkpoint is a pause within it).
-LOADING_PHASES = ("start", "setup", "ingest", "checkpoint")
+LOADING_PHASES = charts_time.LOADING_PHASES
 
 
 @chart("disk", "On-disk size against children created")
@@ -319,39 +296,52 @@ def disk(data: ReportData):
         or number(e.get("disk_bytes"))]
     if not entries:
         return None
-    fig = new_figure(8, 4.2)
+    from matplotlib.lines import Line2D
+
+    fig = new_figure(FIG_WIDTH, 5.2)
     ax = fig.add_subplot()
+    handles = []
     for e in entries:
-        color = data.color(e)
+        st = system_style(data, e)
         for i, samples in enumerate(data.sample_runs(e)):
             alpha = 1.0 if i == 0 else 0.3
             loading = [s for s in samples if s.get("phase") in LOADING_PHASES
                        and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
             after = [s for s in samples if s.get("phase") not in LOADING_PHASES
                      and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
-            ax.plot([s["children"] for s in loading], [s["disk_bytes"] / 1e6 for s in loading],
-                    color=color, alpha=alpha, lw=1.6, marker=".", ms=3,
-                    label=f"{data.label(e)} during ingest" if i == 0 else None)
-            ax.plot([s["children"] for s in after], [s["disk_bytes"] / 1e6 for s in after],
-                    color=color, alpha=alpha, ls="none", marker="x", ms=5,
-                    label=f"{data.label(e)} after ingest (retrieve, tail, close)" if i == 0 else None)
+            line, = ax.plot([s["children"] for s in loading], [s["disk_bytes"] / 1e6 for s in loading],
+                            color=st["color"], ls=st["ls"], alpha=alpha, lw=1.8, marker=st["marker"], ms=5,
+                            markevery=max(1, len(loading) // 12))
+            tip(line, f"{data.label(e)}: disk during the ingest")
+            if after:
+                last = after[-1]
+                marks, = ax.plot([s["children"] for s in after], [s["disk_bytes"] / 1e6 for s in after],
+                                 color=st["color"], alpha=alpha, ls="none", marker="x", ms=6)
+                tip(marks, f"{data.label(e)} after the ingest: up to {fmt.size(max(s['disk_bytes'] for s in after))}"
+                           f" (last {fmt.size(last['disk_bytes'])})")
         final = number(e.get("disk_bytes"))
+        closed = ""
         if final is not None and e.get("children") is not None:
-            ax.plot([e["children"]], [final / 1e6], color=color, marker="*", ms=14, ls="none",
-                    markeredgecolor="black", label=f"{data.label(e)} closed: {fmt.size(final)}")
+            star, = ax.plot([e["children"]], [final / 1e6], color=st["color"], marker="*", ms=15, ls="none",
+                            markeredgecolor="black", zorder=4)
+            tip(star, f"{data.label(e)} closed: {fmt.size(final)} at {fmt.count(e['children'])} children")
+            closed = f": {fmt.size(final)}"
+        handles.append(system_handle(data, e, label=f"{data.label(e)}{closed}"))
+    keys = [Line2D([], [], color="#555", marker="x", ls="none", ms=6, label="after ingest"),
+            Line2D([], [], color="#999", marker="*", ms=12, mec="black", ls="none", label="closed")]
     ax.set_xlabel("children created")
-    ax.set_ylabel("bytes allocated under the data directory (MB)")
+    ax.set_ylabel("disk allocated (MB)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    outside_legend(fig, handles + keys, ncols=2)
     missing = [data.label(e) for e in data.ok if e not in entries]
     note = f" Not shown, as they keep nothing on disk: {', '.join(missing)}." if missing else ""
     caption = (
-        "Disk usage of each on-disk system as the children arrive (dots, from the monitor's "
+        "Disk usage of each on-disk system as the children arrive (line, from the monitor's "
         "samples; the count is updated every 50 children), while it idles after the load "
         "(crosses: background flushes and compactions show as growth at the final count), "
-        f"and after it closed (star: the figure in the table).{note}"
+        f"and after it closed (star: the figure in the table; the legend gives it).{note} {DASH_KEY}"
     )
     return fig, caption
 
@@ -361,42 +351,44 @@ def parent(data: ReportData):
     entries = [e for e in data.ok if number(get_path(e, "parent.seconds")) is not None]
     if not entries:
         return None
-    fig = new_figure(max(4.5, 1.6 + 1.3 * len(entries)), 4.2)
+    # Horizontal bars, one row per system: the names stay readable at any width.
+    fig = new_figure(FIG_WIDTH, 1.4 + 0.95 * len(entries))
     ax = fig.add_subplot()
     ref = data.reference
     ref_seconds = number(get_path(ref, "parent.seconds")) if ref else None
-    for x, e in enumerate(entries):
+    ys = list(range(len(entries)))[::-1]  # the first system on top
+    for y, e in zip(ys, entries):
         value = e["parent"]["seconds"] * 1000
         std = std_of(e, "parent.seconds")
-        ax.bar(x, value, width=0.6, color=data.color(e), alpha=0.85,
-               yerr=None if std is None else std * 1000, capsize=4, zorder=2)
+        bars = ax.barh(y - 0.1, value, height=0.45, alpha=0.85, zorder=2,
+                       xerr=None if std is None else std * 1000, capsize=4, **bar_style(data, e))
+        pct = f", {fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
+        tip(bars.patches[0], f"{data.label(e)}: {fmt.seconds(e['parent']['seconds'])}{pct}")
         dots = [t * 1000 for run in e.get("runs") or [] for t in (get_path(run, "parent.all_seconds") or [])]
         if dots:
             offsets = [(i / max(1, len(dots) - 1) - 0.5) * 0.35 for i in range(len(dots))]
-            ax.plot([x + o for o in offsets], dots, ls="none", marker="o", ms=3.5, color="black",
-                    alpha=0.6, zorder=3)
-        pct = f"\n{fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
-        ax.annotate(f"{fmt.seconds(e['parent']['seconds'])}{pct}", (x, max([value, *dots])),
-                    xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize="small")
-    # A case's parameters on a line of their own: a sweep's labels would run into each other.
-    ax.set_xticks(range(len(entries)), [
-        f"{data.label(e).replace(' (', chr(10) + '(', 1)}\n"
-        f"{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries],
-        fontsize="small" if len(entries) > 4 else None)
+            marks, = ax.plot(dots, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker="o", ms=3.5, color="black",
+                             alpha=0.6, zorder=3)
+            tip(marks, f"{data.label(e)}: retrievals from {fmt.millis(min(dots))} to {fmt.millis(max(dots))}")
+        # The value above its bar, from the axis: clear of the dots, inside the figure.
+        ax.text(0.01, y + 0.17, f"{fmt.seconds(e['parent']['seconds'])}{pct}", transform=ax.get_yaxis_transform(),
+                ha="left", va="bottom")
+    ax.set_yticks([y - 0.1 for y in ys], [
+        f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
     values = [e["parent"]["seconds"] for e in entries]
     if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
-        _log_scale(ax, "y")
-        ax.set_ylabel("GET parent (ms, log scale)")
-        ax.set_ylim(top=ax.get_ylim()[1] * 3)
+        _log_scale(ax, "x")
+        ax.set_xlabel("GET parent (ms, log scale)")
     else:
-        ax.set_ylabel("GET parent (ms)")
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
-    ax.grid(True, axis="y", alpha=0.3)
+        ax.set_xlabel("GET parent (ms)")
+        ax.set_xlim(left=0)
+    ax.set_ylim(-0.6, len(entries) - 0.4)
+    ax.grid(True, axis="x", alpha=0.3)
     retrievals = get_path(data.document, "settings.retrievals") or "several"
     spread = ", error bar: standard deviation over the runs" if data.repeat > 1 else ""
     caption = (
         f"Time to retrieve the parent with all its containment triples: the bar is the median of "
-        f"{retrievals} retrievals{spread}; each dot is one retrieval."
+        f"{retrievals} retrievals{spread}; each dot is one retrieval. {HATCH_KEY}"
     )
     return fig, caption
 
@@ -406,22 +398,29 @@ def sweep(data: ReportData):
     sizes = data.sweep()
     if not sizes:
         return None  # one size per system: nothing to plot against
-    fig = new_figure(8, 3.8)
-    get_ax, put_ax = fig.subplots(1, 2)
+    fig = new_figure(FIG_WIDTH, 7.4)
+    get_ax, put_ax = fig.subplots(2, 1, sharex=True)
     for name, entries in sizes.items():
-        color = data.color(entries[0])
+        st = system_style(data, entries[0])
         xs = [e["children"] for e in entries]
-        get_ax.plot(xs, [e["parent"]["seconds"] * 1000 for e in entries], color=color, marker="o", label=name)
-        put_ax.plot(xs, [e["per_resource_ms"]["mean"] for e in entries], color=color, marker="o", label=name)
-    for ax, label in ((get_ax, "GET parent (ms)"), (put_ax, "mean time per child (ms)")):
+        line, = get_ax.plot(xs, [e["parent"]["seconds"] * 1000 for e in entries], **st, label=name)
+        tip(line, f"{name}: GET parent " + ", ".join(
+            f"{fmt.seconds(e['parent']['seconds'])} at {fmt.count(e['children'])}" for e in entries))
+        line, = put_ax.plot(xs, [e["per_resource_ms"]["mean"] for e in entries], **st, label=name)
+        tip(line, f"{name}: mean per child " + ", ".join(
+            f"{fmt.millis(e['per_resource_ms']['mean'])} at {fmt.count(e['children'])}" for e in entries))
+    for ax, label in ((get_ax, "GET parent (ms)"), (put_ax, "mean per child (ms)")):
         _log_scale(ax, "x")
         _log_scale(ax, "y")
-        ax.set_xlabel("children in the container")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="small")
-    caption = ("Parent retrieval time and mean time per child against the container's size, "
-               "log-log: a slope of 1 is linear growth, 0 is constant.")
+    from matplotlib.ticker import FuncFormatter
+
+    put_ax.xaxis.set_major_formatter(FuncFormatter(_count_label))
+    put_ax.set_xlabel("children in the container")
+    outside_legend(fig)
+    caption = ("Parent retrieval time (top) and mean time per child (bottom) against the container's size, "
+               f"log-log: a slope of 1 is linear growth, 0 is constant. {DASH_KEY}")
     return fig, caption
 
 
@@ -440,38 +439,50 @@ def cliff(data: ReportData):
         return None
     from matplotlib.lines import Line2D
 
-    fig = new_figure(8, 7.6)
+    fig = new_figure(FIG_WIDTH, 8.4)
     put_ax, get_ax = fig.subplots(2, 1, sharex=True)
+    handles = []
     for name, entries in scale.items():
-        color = data.color(entries[0])
+        st = system_style(data, entries[0])
+        color, ls = st["color"], st["ls"]
+        handles.append(system_handle(data, entries[0], label=name))
         # The longest series: every case starts with the same children, so the
         # largest case reached holds the smaller ones' curves too.
         longest = max((e for e in entries if data.latency_runs(e)), key=lambda e: e["children"])
         xs, med, p95 = log_moving_stats(data.latency_runs(longest))
-        put_ax.plot(xs, med * 1000, color=color, lw=2, label=name, zorder=3)
-        put_ax.plot(xs, p95 * 1000, color=color, lw=1, ls="--", alpha=0.8, zorder=3)
+        line, = put_ax.plot(xs, med * 1000, color=color, ls=ls, lw=2.2, zorder=3)
+        tip(line, f"{name}: moving median, {fmt.millis(med[0] * 1000)} at first, "
+                  f"{fmt.millis(med[-1] * 1000)} at {fmt.count(int(xs[-1]))}")
+        line, = put_ax.plot(xs, p95 * 1000, color=color, ls=ls, lw=1, alpha=0.6, zorder=3)
+        tip(line, f"{name}: moving 95th percentile")
         # The line: that same run's checkpoints and end; the other cases' ends as dots
         # (their checkpoints repeat the line's).
         points = data.parent_curve([longest])
         ends = sorted((e["children"], e["parent"]["seconds"], number(get_path(e, "parent.first_seconds")))
                       for e in entries if e is not longest)
-        for series, style in ((points, {"lw": 2}), (ends, {"ls": "none"})):
-            get_ax.plot([p[0] for p in series], [p[1] * 1000 for p in series], color=color, marker="o", ms=4,
-                        zorder=3, **style)
+        for series, style_ in ((points, {"lw": 2, "ls": ls}), (ends, {"ls": "none"})):
+            line, = get_ax.plot([p[0] for p in series], [p[1] * 1000 for p in series], color=color,
+                                marker=st["marker"], ms=5, zorder=3, **style_)
+            tip(line, f"{name}: steady GET " + ", ".join(
+                f"{fmt.seconds(p[1])} at {fmt.count(p[0])}" for p in series[-4:]))
             first = [(p[0], p[2] * 1000) for p in series if p[2] is not None]
-            get_ax.plot([p[0] for p in first], [p[1] for p in first], color=color, marker="o", ms=4,
-                        mfc="white", zorder=3, **({"lw": 1, "ls": "--"} if series is points else style))
+            line, = get_ax.plot([p[0] for p in first], [p[1] for p in first], color=color, marker=st["marker"],
+                                ms=5, mfc="white", zorder=3, alpha=0.8,
+                                **({"lw": 1, "ls": ls} if series is points else style_))
+            tip(line, f"{name}: first GET")
         for e in entries:
             if not e.get("budget_exhausted"):
                 continue
             reached = e["children"]
             at = med[min(range(len(xs)), key=lambda i: abs(xs[i] - reached))] * 1000  # the median there
-            put_ax.plot([reached], [at], marker="X", ms=11, color=color, mec="black", ls="none", zorder=4)
-            put_ax.annotate(f"{reached:,}", (reached, at), xytext=(0, 9), textcoords="offset points",
-                            ha="center", fontsize="x-small", color=color)
-            get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=11, color=color,
+            cross, = put_ax.plot([reached], [at], marker="X", ms=12, color=color, mec="black", ls="none",
+                                 zorder=4)
+            tip(cross, f"{name}: budget spent at {fmt.count(reached)} children")
+            put_ax.annotate(fmt.count(reached), (reached, at), xytext=(0, 9), textcoords="offset points",
+                            ha="center", color=color)
+            get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=12, color=color,
                         mec="black", ls="none", zorder=4)
-    for ax, label in ((put_ax, "time to create a child (ms)"), (get_ax, "GET parent (ms)")):
+    for ax, label in ((put_ax, "per child (ms)"), (get_ax, "GET parent (ms)")):
         _log_scale(ax, "x")
         _log_scale(ax, "y")
         ax.set_ylabel(label)
@@ -481,25 +492,30 @@ def cliff(data: ReportData):
 
     get_ax.xaxis.set_major_formatter(FuncFormatter(_count_label))
     get_ax.set_xlabel("children in the container")
-    put_ax.legend(loc="upper left", fontsize="small", title="system", title_fontsize="small")
     budget = data.budget_seconds
-    keys = [Line2D([], [], color="#444", lw=2, label="moving median (top), steady GET (bottom)"),
-            Line2D([], [], color="#444", lw=1, ls="--", label="moving p95 (top), first GET (bottom)")]
+    keys = [Line2D([], [], color="#444", lw=2.2, label="median (top), steady GET"),
+            Line2D([], [], color="#444", lw=1, alpha=0.6, mfc="white", marker="o",
+                   label="p95 (top), first GET")]
     if budget is not None:
-        keys.append(Line2D([], [], color="#999", marker="X", ms=9, mec="black", ls="none",
+        keys.append(Line2D([], [], color="#999", marker="X", ms=10, mec="black", ls="none",
                            label=f"budget of {fmt.seconds(budget)} spent"))
-    get_ax.legend(handles=keys, loc="upper left", fontsize="small")
+    outside_legend(fig, handles + keys, ncols=2)
     retrievals = get_path(data.document, "settings.retrievals") or "several"
     caption = (
         "Top: the time to create one child against the number of children already created, as the "
-        "moving median (solid) and 95th percentile (dashed) over the children within 10% of each "
-        "point, log-log; a flat line is a constant cost per child, a line rising with slope 1 a cost "
+        "moving median (thick line) and 95th percentile (thin faint line) over the children within 10% of "
+        "each point, log-log; a flat line is a constant cost per child, a line rising with slope 1 a cost "
         "growing with the container. Bottom: the parent's retrieval time (the median of "
-        f"{retrievals} retrievals after the first: filled dots, solid line; the first: hollow dots, dashed "
-        "line) at each checkpoint taken during the ingest of the largest case each system reached and at "
-        "its end; dots off the lines are the ends of the other cases."
+        f"{retrievals} retrievals after the first: filled markers, thick line; the first: hollow markers, "
+        "thin line) at each checkpoint taken during the ingest of the largest case each system reached and "
+        "at its end; markers off the lines are the ends of the other cases."
     )
     if budget is not None:
         caption += (f" A cross marks where a system spent its ingest budget of {fmt.seconds(budget)} "
                     "and stopped, with the number of children it reached.")
+    caption += f" {DASH_KEY}"
     return fig, caption
+
+
+# The summary's chart, last in the registry: the page places it (name "headline").
+from lakebench.report import charts_summary  # noqa: E402,F401  (registers "headline")

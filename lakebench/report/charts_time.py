@@ -1,0 +1,158 @@
+"""The report's panels over time: memory, CPU and disk of each system, and a Locust run's load.
+
+Every chart here stacks its panels over ONE time axis (``sharex``), with the
+same limits for every system, so that the systems and the panels can be
+compared by eye; each system keeps its line style
+(:func:`~lakebench.report.chart_style.system_style`) in every panel.
+"""
+from __future__ import annotations
+
+from lakebench.report import fmt
+from lakebench.report.chart_style import DASH_KEY, FIG_WIDTH, outside_legend, system_handle, system_style, tip
+from lakebench.report.charts import _series, chart, new_figure
+from lakebench.report.data import ReportData, number
+from lakebench.results import get_path
+
+#: The monitor's phases up to the end of the ingest (a checkpoint is a pause within it).
+LOADING_PHASES = ("start", "setup", "ingest", "checkpoint")
+
+#: The panels of the resources chart: (sample key, scale, axis label, what a hover title calls it).
+PANELS = (("rss_bytes", 1e-6, "memory (MB)", "peak RSS"),
+          ("rss_anon_bytes", 1e-6, "private mem. (MB)", "peak private RSS"),
+          ("cpu_percent", 1.0, "CPU %", "peak CPU"),
+          ("disk_bytes", 1e-6, "disk (MB)", "peak disk"))
+
+
+def ingest_end(samples: list[dict]) -> float | None:
+    """The time of the first sample after the ingest (retrieve, tail, close), or None."""
+    loaded = False
+    for s in samples:
+        if s.get("t") is None:
+            continue
+        if s.get("phase") == "ingest":
+            loaded = True
+        elif loaded and s.get("phase") not in LOADING_PHASES:
+            return s["t"]
+    return None
+
+
+def _peak(key: str, value: float) -> str:
+    return f"{value:.0f}%" if key == "cpu_percent" else fmt.size(value)
+
+
+@chart("resources", "Memory, CPU and disk over time", workloads=None)
+def resources(data: ReportData):
+    entries = [e for e in data.systems if data.sample_runs(e)]
+    if not entries:
+        return None
+    panels = [p for p in PANELS if any(number(s.get(p[0])) for e in entries for run in data.sample_runs(e)
+                                       for s in run)]
+    if not panels:
+        return None
+    fig = new_figure(FIG_WIDTH, 1.4 + 2.0 * len(panels))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    end = 0.0
+    for e in entries:
+        st = system_style(data, e)
+        for i, samples in enumerate(data.sample_runs(e)):
+            alpha, lw = (1.0, 1.8) if i == 0 else (0.3, 1.0)
+            done = ingest_end(samples)
+            for ax, (key, scale, _, what) in zip(axes, panels):
+                t, values = _series(samples, key, scale)
+                if not t:
+                    continue
+                end = max(end, t[-1])
+                line, = ax.plot(t, values, color=st["color"], ls=st["ls"], lw=lw, alpha=alpha)
+                if i == 0:
+                    tip(line, f"{data.label(e)}: {what} {_peak(key, max(values) / scale)}")
+                if done is not None and i == 0:  # where the ingest ended, on every panel
+                    at = min(range(len(t)), key=lambda j: abs(t[j] - done))
+                    mark, = ax.plot([t[at]], [values[at]], ls="none", marker=st["marker"], ms=7,
+                                    color=st["color"], mec="black", zorder=4)
+                    tip(mark, f"{data.label(e)}: ingest ended at {t[at]:.1f} s")
+    for ax, (_, _, label, _) in zip(axes, panels):
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_xlim(0, end or 1)  # shared: every panel and every system on the same seconds
+    axes[-1].set_xlabel("seconds since the system's process started")
+    handles = []
+    for e in entries:
+        failed = "" if e.get("status") == "ok" else ", failed"
+        peak = number(e.get("peak_rss_bytes"))
+        handles.append(system_handle(data, e, label=f"{data.label(e)}{failed}"
+                                     + (f" ({fmt.size(peak)})" if peak is not None else "")))
+    outside_legend(fig, handles, title="system (peak RSS); marker: end of ingest")
+    panel_names = ", ".join(p[2].split(" (")[0] for p in panels)
+    caption = (
+        f"Panels, over one time axis for every system: {panel_names}. Resident memory (RSS) and "
+        "private resident memory (RssAnon: file-backed pages of memory-mapped stores excluded), CPU % "
+        "(100% = one core) and bytes on disk of each system's process tree, sampled every "
+        f"{get_path(data.document, 'settings.sample_interval_seconds') or '?'} s. The marker on each line "
+        "is where the system's ingest ended: the retrieval of the parent, the idle tail and the close follow. "
+        f"{DASH_KEY}"
+    )
+    if any(len(data.sample_runs(e)) > 1 for e in entries):
+        caption += " The first run is drawn solid, the others faint."
+    return fig, caption
+
+
+@chart("load", "Requests per second and response times over time", workloads=None)
+def load(data: ReportData):
+    """A ``--driver locust`` run's ingest as Locust reports a load test: requests/s and response times."""
+    entries = [e for e in data.systems if get_path(e, "load.over_time")]
+    if not entries:
+        return None
+    from matplotlib.lines import Line2D
+
+    fig = new_figure(FIG_WIDTH, 7.0)
+    rate_ax, time_ax = fig.subplots(2, 1, sharex=True)
+    end = 0.0
+    for e in entries:
+        st = system_style(data, e)
+        points = sorted((p for p in e["load"]["over_time"] if number(p.get("t")) is not None),
+                        key=lambda p: p["t"])
+        # Each point counts the requests completed in the second that starts at t: drawn at its middle.
+        t = [p["t"] + 0.5 for p in points]
+        if not t:
+            continue
+        end = max(end, t[-1] + 0.5)
+        requests = [number(p.get("requests")) or 0 for p in points]
+        failures = [number(p.get("failures")) or 0 for p in points]
+        line, = rate_ax.plot(t, requests, color=st["color"], ls=st["ls"], marker=st["marker"], ms=4, lw=2)
+        load_ = e["load"]
+        tip(line, f"{data.label(e)}: {fmt.count(load_.get('requests'))} requests, "
+                  f"{number(load_.get('throughput_per_s')) or 0:.0f}/s over the ingest, "
+                  f"{load_.get('users', '?')} users")
+        # Failures always drawn, as Locust does: a row of crosses on zero says "none".
+        line, = rate_ax.plot(t, failures, color=st["color"], ls=st["ls"], lw=1, alpha=0.7, marker="x", ms=7)
+        kinds = ", ".join(f"{k} {v}" for k, v in (load_.get("failure_kinds") or {}).items())
+        tip(line, f"{data.label(e)}: {fmt.count(load_.get('failures') or 0)} failures"
+                  + (f": {kinds}" if kinds else ""))
+        for key, lw, alpha, what in (("p50_ms", 2, 1.0, "median"), ("p95_ms", 1, 0.6, "95th percentile")):
+            pts = [(x, number(p.get(key))) for x, p in zip(t, points) if number(p.get(key)) is not None]
+            line, = time_ax.plot([p[0] for p in pts], [p[1] for p in pts], color=st["color"], ls=st["ls"],
+                                 lw=lw, alpha=alpha, marker=st["marker"], ms=4 if lw > 1 else 0)
+            if pts:
+                tip(line, f"{data.label(e)}: {what} " + ", ".join(
+                    f"{fmt.millis(v)} at {x - 0.5:.0f} s" for x, v in pts[:12]))
+    rate_ax.set_ylabel("requests/s")
+    time_ax.set_ylabel("response (ms)")
+    for ax in (rate_ax, time_ax):
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+    rate_ax.set_xlim(0, end or 1)
+    time_ax.set_xlabel("seconds since the load started")
+    handles = [system_handle(data, e) for e in entries]
+    keys = [Line2D([], [], color="#444", lw=2, label="requests/s; median"),
+            Line2D([], [], color="#444", lw=1, alpha=0.6, label="95th percentile")]
+    keys.append(Line2D([], [], color="#444", lw=1, marker="x", ms=7, label="failures/s"))
+    outside_legend(fig, handles + keys, ncols=2)
+    users = sorted({str(get_path(e, "load.users")) for e in entries if get_path(e, "load.users")})
+    caption = (
+        f"The ingest as a load test ({', '.join(users) or '?'} Locust users): top, the requests completed "
+        "in each second and the failed ones (crosses); bottom, the median (thick line) and 95th "
+        "percentile (thin faint line) of the response times of the requests completed in that second, "
+        f"as Locust's own report draws them. {DASH_KEY}"
+    )
+    return fig, caption

@@ -1,0 +1,230 @@
+"""The report's charts as issue 17 asked: one time axis, a style per system, legends outside the data,
+hover titles in the SVGs, text legible on a phone, the headline chart and the Locust load chart.
+
+The chart functions are called directly on real results (ReportData.load) and the Figure objects read
+back; only the SVG titles need a file.
+"""
+from __future__ import annotations
+
+import copy
+import doctest
+import importlib.util
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from lakebench import results  # noqa: E402
+from lakebench.report import chart_style, charts, charts_summary, charts_time  # noqa: E402
+from lakebench.report.data import ReportData  # noqa: E402
+from lakebench.runner import RunConfig, run  # noqa: E402
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def flat_dir(tmp_path_factory) -> Path:
+    """A real run of three systems of three durabilities: memory (volatile), lmdb-nosync, lmdb (durable)."""
+    out = tmp_path_factory.mktemp("flat")
+    config = RunConfig(systems=["memory", "lmdb-nosync", "lmdb"], children=40, seed=3, out=out,
+                       tail_seconds=0.3, interval=0.1, progress=False)
+    run(config, log=lambda *_: None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def data(flat_dir) -> ReportData:
+    return ReportData.load(flat_dir)
+
+
+def _draw(name: str, data: ReportData):
+    """The chart ``name`` drawn as the report draws it (its settings), or None."""
+    chart = next(c for c in charts.CHARTS if c.name == name)
+    with charts.style():
+        return chart.draw(data)
+
+
+def _dash(line):
+    """The on-off pattern of a line's dashes, in line widths (None: solid), whatever its offset."""
+    _, pattern = line._unscaled_dash_pattern
+    return None if pattern is None else tuple(float(v) for v in pattern)
+
+
+def _pattern(name: str):
+    return None if name == "-" else tuple(float(v) for v in chart_style.PATTERNS[name])
+
+
+def _lines(fig):
+    return [line for ax in fig.axes for line in ax.get_lines()]
+
+
+def test_style_helpers_doctests():
+    assert doctest.testmod(chart_style).failed == 0
+
+
+def test_time_panels_share_one_time_axis(data):
+    fig, caption = _draw("resources", data)
+    axes = fig.axes
+    assert len(axes) >= 3  # memory, private memory, CPU (and disk: lmdb keeps files)
+    limits = {ax.get_xlim() for ax in axes}
+    assert len(limits) == 1, limits  # one time axis for every panel
+    assert all(axes[0].get_shared_x_axes().joined(axes[0], ax) for ax in axes[1:])
+    # ... and for every system: all of them on every panel, within the same limits
+    last = max(s["t"] for e in data.systems for run_ in data.sample_runs(e) for s in run_)
+    left, right = limits.pop()
+    assert left == 0 and right >= last
+    for ax in axes:
+        colours = {line.get_color() for line in ax.get_lines()}
+        assert {data.color(e) for e in data.systems} <= colours
+    assert "one time axis" in caption
+
+
+def test_each_system_has_its_colour_dash_and_marker(data):
+    styles = {e["name"]: chart_style.system_style(data, e) for e in data.systems}
+    assert len({(s["color"], str(s["ls"])) for s in styles.values()}) == len(styles)
+    assert len({s["marker"] for s in styles.values()}) == len(styles)
+    names = {"durable": "-", "nosync": "--", "volatile": ":"}
+    dashes = {e["name"]: names[e["durability"]] for e in data.systems}
+    assert dashes == {"memory": ":", "lmdb-nosync": "--", "lmdb": "-"}
+    for chart in ("latency", "resources", "disk", "headline"):
+        fig, caption = _draw(chart, data)
+        for e in data.systems:
+            if chart == "disk" and e["name"] == "memory":
+                continue  # keeps nothing on disk
+            drawn = {_dash(line) for line in _lines(fig) if line.get_color() == data.color(e)
+                     and line.get_linestyle() != "None"}
+            assert _pattern(dashes[e["name"]]) in drawn, (chart, e["name"], drawn)
+        assert "dashed nosync" in caption  # the captions say what a dash means
+
+
+def test_legends_are_outside_the_data(data):
+    drawn = 0
+    for chart in charts.CHARTS:
+        made = _draw(chart.name, data) if chart.applies(data.workload) else None
+        if made is None:
+            continue
+        drawn += 1
+        fig = made[0]
+        assert all(ax.get_legend() is None for ax in fig.axes), chart.name
+        if chart.name in ("latency", "resources", "disk"):
+            assert fig.legends and fig.legends[0]._outside_loc  # placed outside, by constrained layout
+    assert drawn >= 5
+
+
+def test_text_is_legible_on_a_phone(data):
+    """At most FIG_WIDTH wide, no text under FONT_PT: >= 10 px when the chart fills a 340 px column."""
+    from matplotlib.text import Text
+
+    assert chart_style.FONT_PT * 340 / (chart_style.FIG_WIDTH * 72) >= 10
+    for chart in charts.CHARTS:
+        made = _draw(chart.name, data) if chart.applies(data.workload) else None
+        if made is None:
+            continue
+        fig = made[0]
+        assert fig.get_figwidth() <= chart_style.FIG_WIDTH
+        fig.canvas.draw()  # tick labels exist once drawn
+        small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
+                 if t.get_visible() and t.get_text().strip() and t.get_fontsize() < chart_style.FONT_PT]
+        assert not small, (chart.name, small)
+
+
+def test_svg_marks_carry_titles(data, tmp_path):
+    wanted = [c for c in charts.CHARTS if c.name in ("resources", "headline", "parent", "latency")]
+    made = charts.render(data, tmp_path, "svg", charts=wanted)
+    assert {c.name for c, _, _ in made} == {c.name for c in wanted}
+    for chart, path, _ in made:
+        root = ET.parse(path).getroot()
+        titles = [t.text for t in root.iter(f"{SVG}title") if t.text]
+        for e in data.ok:
+            assert any(t.startswith(f"{e['name']}") for t in titles), (chart.name, e["name"], titles)
+    headline = ET.parse(tmp_path / "headline.svg").getroot()
+    titles = [t.text for t in headline.iter(f"{SVG}title") if t.text]
+    assert any("median" in t and ("ms" in t or "µs" in t) for t in titles), titles
+    # the title is the first child of the element it describes: the mark itself
+    for group in headline.iter(f"{SVG}g"):
+        if group.get("id", "").startswith("lbtip"):
+            assert group[0].tag == f"{SVG}title"
+
+
+def test_headline_ranks_the_systems_fastest_first(data):
+    fig, caption = _draw("headline", data)
+    ax = fig.axes[0]
+    labels = [t.get_text().split("\n") for t in ax.get_yticklabels()]
+    assert {label[1] for label in labels} == {"volatile", "nosync", "durable"}  # durability marked
+    medians = {e["name"]: charts_summary.spread(data, e)["p50"] for e in data.ok}
+    ranked = [name for name, _ in sorted(medians.items(), key=lambda kv: kv[1])]
+    top_down = [label[0] for _, label in sorted(zip(ax.get_yticks(), labels), reverse=True)]
+    assert top_down == ranked
+    written = {t.get_text() for t in ax.texts}
+    assert all(any(char.isdigit() for char in t) for t in written) and len(written) >= 1
+    assert ax.get_xscale() == "log"
+    assert "fastest" in caption
+
+
+def _op(mean_ms: float, count: int = 10) -> dict:
+    """One kind of ``operations`` as results.operations_summary writes it."""
+    return {"count": count, "errors": 0, "seconds": round(mean_ms * count / 1000, 6), "mean_ms": mean_ms,
+            "p50_ms": mean_ms * 0.9, "p95_ms": mean_ms * 1.8, "p99_ms": mean_ms * 2.5, "max_ms": mean_ms * 3,
+            "per_second": round(1000 / mean_ms, 2)}
+
+
+def test_headline_for_a_workload_without_latencies(flat_dir, tmp_path):
+    """A non-flat results directory without per-operation latencies: from the primary kind's percentiles."""
+    document = results.load(flat_dir)
+    for e in document["systems"]:
+        e["workload"] = {"name": "mixed", "primary": "create child", "params": {}}
+        e["operations"] = {"create child": _op(2.0), "get parent": _op(1.0, count=1)}
+    document["systems"][0]["operations"]["create child"] = _op(0.5 / 0.9)  # p50 0.5 ms
+    document["workload"]["name"] = "mixed"
+    (tmp_path / "results.json").write_text(json.dumps(document), encoding="utf-8")  # no latencies.csv
+    mixed = ReportData.load(tmp_path)
+    assert mixed.workload == "mixed" and not mixed.latencies
+    fig, caption = _draw("headline", mixed)
+    ax = fig.axes[0]
+    top = max(zip(ax.get_yticks(), ax.get_yticklabels()), key=lambda pair: pair[0])[1]
+    assert top.get_text().startswith(document["systems"][0]["name"])  # the fastest on top
+    assert "0.50 ms" in {t.get_text() for t in ax.texts} or "500 µs" in {t.get_text() for t in ax.texts}
+    assert "create child" in ax.get_xlabel()
+    assert "95th percentile" in caption
+    nothing = copy.deepcopy(document)
+    for e in nothing["systems"]:
+        e["status"] = "failed"
+    (tmp_path / "results.json").write_text(json.dumps(nothing), encoding="utf-8")
+    assert _draw("headline", ReportData.load(tmp_path)) is None
+
+
+def test_no_load_chart_without_locust(data):
+    assert _draw("load", data) is None
+
+
+@pytest.fixture(scope="module")
+def locust_dir(tmp_path_factory) -> Path:
+    if importlib.util.find_spec("locust") is None:  # not imported here: Locust monkey-patches its importer
+        pytest.skip("locust is not installed")
+    out = tmp_path_factory.mktemp("locust")
+    config = RunConfig(systems=["lmdb-http-nosync"], children=1500, seed=3, out=out, tail_seconds=0,
+                       interval=0.2, progress=False, driver="locust", users=4)
+    run(config, log=lambda *_: None)
+    return out
+
+
+def test_load_chart_of_a_locust_run(locust_dir, tmp_path):
+    data = ReportData.load(locust_dir)
+    entry = data.ok[0]
+    assert entry["load"]["over_time"]
+    fig, caption = _draw("load", data)
+    rate_ax, time_ax = fig.axes
+    assert rate_ax.get_xlim() == time_ax.get_xlim() and rate_ax.get_shared_x_axes().joined(rate_ax, time_ax)
+    requests = [p["requests"] for p in entry["load"]["over_time"]]
+    assert any(list(line.get_ydata()) == requests for line in rate_ax.get_lines())
+    p95 = [p["p95_ms"] for p in entry["load"]["over_time"]]
+    assert any(list(line.get_ydata()) == p95 for line in time_ax.get_lines())
+    assert "Locust" in caption
+    made = charts.render(data, tmp_path, "svg", charts=[c for c in charts.CHARTS if c.name == "load"])
+    text = made[0][1].read_text("utf-8")
+    assert "<title>lmdb-http-nosync: 1,500 requests" in text
+    shutil.rmtree(tmp_path, ignore_errors=True)

@@ -14,10 +14,12 @@ With ``--html`` it then builds the Sphinx site that contains ``--out``
 (a ``conf.py`` of its own in ``--out``), and prints where the pages are.
 
 Modules: :mod:`~lakebench.report.data` (reading), :mod:`~.charts` (the chart
-registry) and :mod:`~.workload_charts` (the charts of the workloads other than
+registry; :mod:`~.charts_time`, :mod:`~.charts_summary` and :mod:`~.chart_style` beside it)
+and :mod:`~.workload_charts` (the charts of the workloads other than
 ``flat``), :mod:`~.pages` (the seed's page), :mod:`~.sections` (what every
 workload's page holds, and the other workloads' page), :mod:`~.comparison`
-(the comparison page), :mod:`~.conclusions` (sentences from the numbers),
+(the comparison page), :mod:`~.summary` (the first screen: the systems ranked),
+:mod:`~.conclusions` (sentences from the numbers),
 :mod:`~.fmt` (units and markup).
 """
 from __future__ import annotations

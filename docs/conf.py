@@ -8,6 +8,12 @@ copyright = "2026, the lakebench developers"
 extensions = []
 html_theme = "furo"
 exclude_patterns = ["_build"]
+# The report's stylesheet (tables that scroll with the system column in view), one file for
+# the docs site and for a report built alone.
+import lakebench.report  # noqa: E402 - the docs are built with lakebench installed
+
+html_static_path = [str(Path(lakebench.report.__file__).parent / "static")]
+html_css_files = ["lakebench.css"]
 
 #: The performance report, written by 'lakebench report' (not kept by hand).
 REPORT = Path(__file__).resolve().parent / "performance" / "index.rst"

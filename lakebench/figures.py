@@ -76,6 +76,19 @@ def ratio(value: float | None, std: float | None = None) -> str:
     return f"{value:.2f}x" + (f" ± {std:.2f}" if std is not None else "")
 
 
+def multiple(value: float | None) -> str:
+    """How many times another figure: two decimals below 2x, one below 100x, none above.
+
+    >>> multiple(1.234), multiple(6.93), multiple(191.4), multiple(None)
+    ('1.23x', '6.9x', '191x', '–')
+    """
+    if value is None:
+        return DASH
+    if value < 2:
+        return f"{value:.2f}x"
+    return f"{value:.1f}x" if value < 100 else f"{value:,.0f}x"
+
+
 def relative(percent: float | None) -> str:
     """A figure relative to another system's, given in percent: a multiple once past 2x.
 
@@ -85,7 +98,7 @@ def relative(percent: float | None) -> str:
     if percent is None:
         return DASH
     if percent >= 200:
-        return f"{percent / 100:.0f}x" if percent >= 1000 else f"{percent / 100:.1f}x"
+        return multiple(percent / 100)
     return f"{percent:.1f}%" if percent < 10 else f"{percent:.0f}%"
 
 

@@ -235,16 +235,17 @@ def test_cli_errors_are_one_line(tmp_path, capsys, results_dir):
     assert "not a directory" in capsys.readouterr().err
 
 
-def test_a_report_goes_beside_its_results_and_builds_alone(tmp_path, capsys, results_dir):
+def test_a_report_goes_beside_its_results_and_builds_alone(tmp_path, capsys, results_dir, monkeypatch):
     """No --out: RUN/report; --html outside the docs builds the report as a site of its own."""
     pytest.importorskip("sphinx")
     run = tmp_path / "run"
     shutil.copytree(results_dir, run)
-    assert report.main(_args(results_dir=run, html=True)) == 0
+    monkeypatch.chdir(tmp_path)  # a relative RESULTS_DIR, as typed
+    assert report.main(_args(results_dir=Path("run"), html=True)) == 0
     out = capsys.readouterr().out
     assert (run / "report" / "index.rst").is_file() and (run / "report" / "conf.py").is_file()
     html = run / "report" / "_build" / "html" / "index.html"
-    assert html.is_file() and str(html) in out
+    assert html.is_file() and str(html.resolve()) in out
     text = html.read_text(encoding="utf-8")
     assert 'id="summary"' in text and 'id="how-it-was-measured"' in text
     assert (run / "report" / "results.json").is_file()  # the raw files beside the page, linked

@@ -52,6 +52,10 @@ exclude_patterns = ["_build"]
 # The page links to lakebench's documentation (:doc:`/results`, :doc:`/workload`),
 # which is not part of a report built alone: those links stay plain text.
 suppress_warnings = ["ref.doc"]
+import lakebench.report
+from pathlib import Path
+html_static_path = [str(Path(lakebench.report.__file__).parent / "static")]
+html_css_files = ["lakebench.css"]
 '''
 
 
@@ -317,13 +321,13 @@ def main(args: argparse.Namespace) -> int:
     if not html:
         return 0
     source = docs_root(out)
-    if source is None or source == out and _generated(out / "conf.py"):
+    if source is None or source == out.resolve() and _generated(out / "conf.py"):
         try:  # outside any docs tree: the report is a site of its own
             (out / "conf.py").write_text(f"# {GENERATED}\n" + STANDALONE_CONF, encoding="utf-8")
         except OSError as exc:
             print(f"lakebench report: error: cannot write {out / 'conf.py'}: {exc.strerror or exc}", file=sys.stderr)
             return 2
-        source = out
+        source = out.resolve()
     dest = source / "_build" / "html"
     try:
         import sphinx  # noqa: F401

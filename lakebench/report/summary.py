@@ -46,8 +46,12 @@ def verdict(entry: dict, fastest: float | None) -> str:
         return f"**failed**: {fmt.literal((entry.get('error') or 'unknown error')[:80])}"
     mean = number(get_path(entry, "per_resource_ms.mean"))
     words = []
+    load = entry.get("load")
+    if load:  # a load test: its rate and its refusals before anything
+        words.append(f"{load.get('users', '?')} users, {figures.rate(number(load.get('throughput_per_s')))} "
+                     f"PUTs, {load.get('failures', 0):,} failed")
     if mean is not None and fastest:
-        words.append("fastest" if mean == fastest else f"{figures.ratio(mean / fastest)} the fastest's time")
+        words.append("fastest" if mean == fastest else f"{figures.multiple(mean / fastest)} the fastest's time")
     if entry.get("budget_exhausted"):
         words.append(f"budget spent at {entry.get('children', 0):,} children")
     sent, held = entry.get("sent") or {}, entry.get("held") or {}
@@ -65,7 +69,7 @@ def verdict(entry: dict, fastest: float | None) -> str:
 
 def rows(data: ReportData) -> list[list[str]]:
     """The ranked table, header first: one row per system and case."""
-    header = ["rank", "system", "durability", "time per operation", "x fastest", "GET parent first",
+    header = ["system", "durability", "time per operation", "x fastest", "GET parent first",
               "GET parent steady", "verdict"]
     out = [header]
     for case in _cases(data).values():
@@ -73,17 +77,17 @@ def rows(data: ReportData) -> list[list[str]]:
                      and number(get_path(e, "per_resource_ms.mean")) is not None),
                     key=lambda e: e["per_resource_ms"]["mean"])
         fastest = ok[0]["per_resource_ms"]["mean"] if ok else None
-        for rank, e in enumerate(ok, 1):
+        for e in ok:  # the order is the rank
             mean = e["per_resource_ms"]["mean"]
-            out.append([str(rank), data.label(e), e.get("durability") or fmt.DASH,
+            out.append([data.label(e), e.get("durability") or fmt.DASH,
                         fmt.nobreak(fmt.millis(mean, (e.get("std") or {}).get("per_resource_ms.mean"))),
-                        figures.ratio(mean / fastest) if fastest else fmt.DASH,
+                        figures.multiple(mean / fastest) if fastest else fmt.DASH,
                         fmt.nobreak(fmt.seconds(number(get_path(e, "parent.first_seconds")))),
                         fmt.nobreak(fmt.seconds(number(get_path(e, "parent.seconds")))),
                         verdict(e, fastest)])
         for e in case:
             if e not in ok:
-                out.append([fmt.DASH, data.label(e), e.get("durability") or fmt.DASH] + [fmt.DASH] * 4
+                out.append([data.label(e), e.get("durability") or fmt.DASH] + [fmt.DASH] * 4
                            + [verdict(e, fastest)])
     return out
 
@@ -105,7 +109,7 @@ def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
                "**x fastest** is that time over the fastest system's. **GET parent first** is the read "
                "right after the writes, **steady** the median of the reads that follow. Details, the "
                "other figures and how they were obtained follow below.\n")
-    out.append(fmt.list_table(table, "Ranking", stub_columns=2))
+    out.append(fmt.list_table(table, "Ranking, fastest first", stub_columns=1))
     present = dict.fromkeys(e.get("durability") for e in data.systems if e.get("durability"))
     out.append("**Durability**: " + "; ".join(f"``{d}``: {fmt.escape(DURABILITY.get(d, d))}" for d in present)
                + ". Compare like with like: a durable system pays for an fsync that the others skip.\n")

@@ -45,6 +45,7 @@ The second meta page starts one page (the first one's page size) in.
 from __future__ import annotations
 
 import os
+import time
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,10 +148,15 @@ def verify_file(path, *, empty_ok: bool = False) -> MetaPage | None:
     :func:`check_isolated`).
     """
     file = data_file(path)
-    size = file.stat().st_size
-    if size == 0 and empty_ok:
+    if file.stat().st_size == 0 and empty_ok:
         return None
     first, second = read_meta_pages(file)
+    # The size after the meta pages: another process may be committing (serve
+    # --workers N).  LMDB writes a commit's pages before its meta page, and a
+    # file only grows, so a size read now covers the meta read before it; read
+    # first, it could be older than the meta (a store seen "cut short" while a
+    # writer was merely growing it, which happened under load).
+    size = file.stat().st_size
     meta = second if second.txnid > first.txnid else first  # LMDB's choice: on a tie, page 0
     where = f"meta page {meta.number} (transaction {meta.txnid:,})"
     if size < meta.used_bytes:
@@ -205,9 +211,27 @@ def before_open(path, *, create: bool, readonly: bool) -> None:
     creating), and for a writer :func:`preallocate_lock`."""
     path = Path(path)
     if (path / "data.mdb").exists():
-        verify_file(path, empty_ok=create and not readonly)
+        _verify_settled(path, empty_ok=create and not readonly)
     if not readonly:
         preallocate_lock(path)
+
+
+#: Below two 4 KiB meta pages a data.mdb may be a new store another process
+#: is writing its first pages into (``serve --workers N`` open it at once).
+NEW_FILE_BYTES = 8192
+
+
+def _verify_settled(path: Path, *, empty_ok: bool, tries: int = 20, pause: float = 0.05) -> None:
+    """:func:`verify_file`, looked at again for up to a second while the file is
+    smaller than two meta pages: damage that outlasts that is damage."""
+    for attempt in range(tries):
+        try:
+            verify_file(path, empty_ok=empty_ok)
+            return
+        except StoreDamaged:
+            if attempt == tries - 1 or (path / "data.mdb").stat().st_size >= NEW_FILE_BYTES:
+                raise
+            time.sleep(pause)
 
 
 def _free_bytes(path: Path) -> int | None:

@@ -9,6 +9,7 @@ layout follows from the writes), so each seed damages the same bytes.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
@@ -306,3 +307,28 @@ def test_a_new_store_on_a_full_file_system_is_one_line(small_filesystem, durabil
     (small_filesystem / "filler").unlink()
     # with room again, the same start-up serves
     assert _serve(small_filesystem / "new", "--durability", durability) == (None, "")
+
+
+def test_a_store_another_process_is_growing_is_not_called_damaged(store_dir, tmp_path, monkeypatch):
+    """``serve --workers 2``: one worker commits (the file grows, then its meta page names the
+    new pages) while another opens the store.  The size must be read after the meta pages,
+    or a growing store looks cut short (a 500 under load, before this was fixed)."""
+    from lakebench.store import preflight
+
+    copy = _copy(store_dir, tmp_path)
+    data = copy / "data.mdb"
+    real = preflight.read_meta_pages
+    first, second = real(data)
+    current = second if second.txnid > first.txnid else first
+    os.truncate(data, current.used_bytes)  # exactly what the newest commit uses
+
+    def a_commit_lands_meanwhile(file):
+        # Another process commits while this one reads: its pages extend the file, then its
+        # meta page (read here) names them.
+        grown = current.used_bytes + 16 * current.page_size
+        os.truncate(file, grown)
+        meta = dataclasses.replace(current, last_page=grown // current.page_size - 1, txnid=current.txnid + 1)
+        return (meta, second) if current is first else (first, meta)
+
+    monkeypatch.setattr(preflight, "read_meta_pages", a_commit_lands_meanwhile)
+    assert preflight.verify_file(copy).txnid == current.txnid + 1

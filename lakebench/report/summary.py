@@ -62,8 +62,10 @@ def verdict(entry: dict, fastest: float | None) -> str:
     if refused:
         words.append(f"**{refused:,} operations refused**")
     durability = entry.get("durability")
-    if durability and durability != "durable":
+    if durability in ("nosync", "volatile"):
         words.append(f"not durable ({durability})")
+    elif durability and durability != "durable":  # a server's own default: not ours to say
+        words.append(f"durability: {durability}")
     return "; ".join(words) or "–"
 
 

@@ -357,6 +357,7 @@ def parent(data: ReportData):
     ref = data.reference
     ref_seconds = number(get_path(ref, "parent.seconds")) if ref else None
     ys = list(range(len(entries)))[::-1]  # the first system on top
+    keys: dict[str, object] = {}  # the two kinds of mark, for the legend
     for y, e in zip(ys, entries):
         value = e["parent"]["seconds"] * 1000
         std = std_of(e, "parent.seconds")
@@ -364,12 +365,20 @@ def parent(data: ReportData):
                        xerr=None if std is None else std * 1000, capsize=4, **bar_style(data, e))
         pct = f", {fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
         tip(bars.patches[0], f"{data.label(e)}: {fmt.seconds(e['parent']['seconds'])}{pct}")
-        dots = [t * 1000 for run in e.get("runs") or [] for t in (get_path(run, "parent.all_seconds") or [])]
-        if dots:
-            offsets = [(i / max(1, len(dots) - 1) - 0.5) * 0.35 for i in range(len(dots))]
-            marks, = ax.plot(dots, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker="o", ms=3.5, color="black",
-                             alpha=0.6, zorder=3)
-            tip(marks, f"{data.label(e)}: retrievals from {fmt.millis(min(dots))} to {fmt.millis(max(dots))}")
+        # Each run's first retrieval (right after the writes) apart from the steady ones that follow.
+        runs = [get_path(run, "parent.all_seconds") or [] for run in e.get("runs") or []]
+        firsts = [r[0] * 1000 for r in runs if r]
+        dots = [t * 1000 for r in runs for t in r[1:]]
+        for values, marker, what in ((dots, "o", "steady"), (firsts, "^", "first")):
+            if not values:
+                continue
+            offsets = [(i / max(1, len(values) - 1) - 0.5) * 0.35 for i in range(len(values))]
+            marks, = ax.plot(values, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker=marker,
+                             ms=3.5 if marker == "o" else 6, color="black", mfc="black" if marker == "o" else "white",
+                             alpha=0.7, zorder=3, label=f"{what} retrieval")
+            keys.setdefault(what, marks)
+            tip(marks, f"{data.label(e)}: {what} retrieval{'s' if len(values) > 1 else ''} "
+                       f"{', '.join(fmt.millis(v) for v in values[:6])}")
         # The value above its bar, from the axis: clear of the dots, inside the figure.
         ax.text(0.01, y + 0.17, f"{fmt.seconds(e['parent']['seconds'])}{pct}", transform=ax.get_yaxis_transform(),
                 ha="left", va="bottom")
@@ -384,11 +393,13 @@ def parent(data: ReportData):
         ax.set_xlim(left=0)
     ax.set_ylim(-0.6, len(entries) - 0.4)
     ax.grid(True, axis="x", alpha=0.3)
+    outside_legend(fig, [keys[k] for k in ("first", "steady") if k in keys])
     retrievals = get_path(data.document, "settings.retrievals") or "several"
     spread = ", error bar: standard deviation over the runs" if data.repeat > 1 else ""
     caption = (
         f"Time to retrieve the parent with all its containment triples: the bar is the median of "
-        f"{retrievals} retrievals{spread}; each dot is one retrieval. {HATCH_KEY}"
+        f"{retrievals} retrievals after the first{spread}; each dot is one of those steady retrievals, each "
+        f"open triangle a first retrieval, right after the writes. {HATCH_KEY}"
     )
     return fig, caption
 

@@ -1,22 +1,22 @@
-"""The runner: the only place that holds a clock.
+"""The runner: one fresh worker process per system, case and run.
 
 ``run(config)`` measures each system in a fresh worker process with a fresh
 data directory, so its memory and disk figures are its own:
 
-1. the worker builds the system and calls ``setup()`` (not timed);
-2. it creates every child, timing each ``create_child`` call alone (the
-   graph is generated before the clock starts); at each checkpoint size
-   (:func:`checkpoint_sizes`) it pauses to retrieve the parent and measure
-   the disk, outside every clock of the ingest; with a budget
-   (``budget_seconds``) it stops once the ingest time (the sum of those
-   timed calls) reaches it;
-3. it retrieves the parent ``retrievals`` times, timing each;
-4. it idles ``tail_seconds`` so the monitor sees the system after the load,
+1. the worker builds the system and calls ``setup()`` (not timed; with
+   Locust, ``connect()``: its users create the parent);
+2. it runs the workload (:mod:`lakebench.workloads`, ``--workload``) through
+   a driver (:mod:`lakebench.drivers`: lakebench's own loop or Locust), which
+   holds the only clock and returns the raw times by operation kind; every
+   workload ends by retrieving the parent ``retrievals`` times;
+3. it idles ``tail_seconds`` so the monitor sees the system after the load,
    then closes the system and measures the data directory.
 
 Meanwhile the parent process samples the system's process (the worker, or a
 server the system started) with :class:`lakebench.monitor.Monitor`.  The
-worker reports to the parent as JSON lines on a private pipe.
+worker reports to the parent as JSON lines on a private pipe.  A system
+that cannot take the workload (an in-process store and binaries) is not
+run: its entry says "not applicable".
 
 In a sweep, a case of a system is not run (an entry ``skipped``) when a
 case of the same system and literal length already spent its budget before

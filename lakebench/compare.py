@@ -73,6 +73,9 @@ def primary_kind(entry: dict) -> str | None:
     """The operation kind of the entry's ``per_resource_ms``: its workload's primary kind."""
     from lakebench import workloads
 
+    recorded = results.get_path(entry, "workload.primary")  # an instance may change it (mixed)
+    if recorded:
+        return recorded
     try:
         return workloads.load(results.get_path(entry, "workload.name") or workloads.DEFAULT).primary
     except (KeyError, ImportError, AttributeError):  # a workload this lakebench does not know

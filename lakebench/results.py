@@ -457,7 +457,12 @@ def aggregate(name: str, runs: list[dict]) -> dict:
                 continue
             if all(v == values[0] for v in values):
                 continue  # identical in every run (counts): keep it exact
-            _set_path(base, path, _round(statistics.fmean(values), 6))
+            if all(isinstance(v, int) for v in values):
+                # A count that differs between runs (operations done in a duration, a budget's
+                # children): the fewest any run reached stays a count; its spread goes to std.
+                _set_path(base, path, min(values))
+            else:
+                _set_path(base, path, _round(statistics.fmean(values), 6))
             if len(values) > 1:
                 std[path] = _round(statistics.stdev(values), 6)
         entry.update(base)

@@ -90,9 +90,12 @@ class RunConfig:
     def cases(self) -> list[Case]:
         """One case per combination of the swept children counts, literal lengths and workload parameters."""
         scenario = workloads.load(self.workload)
-        swept = {name: _as_list(value) for name, value in self.workload_params.items()
-                 if scenario.PARAMETERS[name].sweep}
-        fixed = tuple(sorted((k, v) for k, v in self.workload_params.items() if k not in swept))
+        # A sweepable option given one value is a plain setting: no variant, so the run compares
+        # with one that left the option at that value.
+        given = {name: (_as_list(value) if scenario.PARAMETERS[name].sweep else [value])
+                 for name, value in self.workload_params.items()}
+        swept = {name: values for name, values in given.items() if len(values) > 1}
+        fixed = tuple(sorted((k, v[0]) for k, v in given.items() if k not in swept))
         variants: list[tuple] = [()]
         for name in sorted(swept):
             variants = [(*v, (name, value)) for v in variants for value in swept[name]]
@@ -459,8 +462,9 @@ def _summary_line(record: dict, primary: str) -> str:
     if primary == "create":
         # The timed calls alone: the progress bar's elapsed time also counts
         # building the children and the checkpoints.
-        return (f"   {stopped}{record['ingest_seconds']:.1f} s in timed calls "
-                f"({record['ingest_wall_seconds']:.1f} s wall), "
+        timed = ("s of wall time, users overlapping" if record.get("users", 1) > 1
+                 else f"s in timed calls ({record['ingest_wall_seconds']:.1f} s wall)")
+        return (f"   {stopped}{record['ingest_seconds']:.1f} {timed}, "
                 f"{record['per_resource_ms']['mean']:.2f} ms per child, {parent}{refused}")
     main = operations.get(primary) or {}
     return (f"   {main.get('count', 0):,} {primary} in {main.get('seconds', 0):.1f} s of timed calls, "
@@ -497,7 +501,7 @@ def run(config: RunConfig, log=print) -> dict:
                 runs.setdefault((name, c), []).append(record)
                 latencies[(name, c.children, c.literal_length, c.variant, run_index)] = lat
                 if record["status"] == "ok":
-                    log(_summary_line(record, primary))
+                    log(_summary_line(record, (record.get("workload") or {}).get("primary") or primary))
                 else:
                     where = f" (log: {out / record['log']})" if record.get("log") else ""
                     log(f"   FAILED: {record['error']}{where}")

@@ -124,8 +124,9 @@ def _ranked(entries: list[dict]) -> list[dict]:
         cases.setdefault((case_children(e), e.get("literal_length"), e.get("variant", "")), []).append(e)
     ordered = []
     for group in cases.values():
-        ok = sorted((e for e in group if e["status"] == "ok"), key=lambda e: e["per_resource_ms"]["mean"])
-        ordered += ok + [e for e in group if e["status"] != "ok"]
+        measured = [e for e in group if e["status"] == "ok" and e["per_resource_ms"]["mean"] is not None]
+        ordered += sorted(measured, key=lambda e: e["per_resource_ms"]["mean"])
+        ordered += [e for e in group if e not in measured]  # not run, failed, or every operation refused
     return ordered
 
 

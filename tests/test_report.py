@@ -261,6 +261,12 @@ def test_a_report_never_silently_replaces_another(tmp_path, capsys, results_dir)
     assert "replacing" not in capsys.readouterr().err
     assert report.main(_args(results_dir=other, out=out)) == 0
     assert f"replacing the report in {out} (it was {results_dir.resolve()}'s)" in capsys.readouterr().err
+    handwritten = tmp_path / "mine"
+    handwritten.mkdir()
+    (handwritten / "index.rst").write_text("My own page\n===========\n")
+    assert report.main(_args(results_dir=results_dir, out=handwritten)) == 2
+    assert "was not written by lakebench report" in capsys.readouterr().err
+    assert (handwritten / "index.rst").read_text().startswith("My own page")
 
 
 def test_add_parser():

@@ -362,5 +362,5 @@ def test_a_real_deep_run(tmp_path):
     for kind in ("create container", "create leaf", "list top", "list middle", "get leaf"):
         assert f"     - {kind}\n" in _table(text, "Operations")
     held = _table(text, "Sent and held")
-    assert held.count("     - same\n") == 4 and "DIFFERS" not in held  # containers and leaves, two systems
+    assert held.count("     - same\n") == 6 and "DIFFERS" not in held  # containers, leaves, leaf reads; two systems
     assert ".. list-table:: Hierarchy" in text

@@ -55,7 +55,7 @@ def test_one_case_per_size_each_verified(cli_run):
         assert binaries["size_bytes"] == size and binaries["count"] == 20
         assert binaries["sampled"] == 20 and binaries["verified"] == 20 and binaries["mismatched"] == 0
         assert binaries["put_mb_per_s"] > 0 and binaries["get_mb_per_s"] > 0
-        assert entry["sent"] == {"binaries": 20, "bytes": 20 * size}
+        assert entry["sent"] == {"binaries": 20, "bytes": 20 * size, "verified": 20}
         assert entry["held"] == {"binaries": 20, "verified": 20}
         assert entry["parent"]["containment_triples"] == 20
         operations = entry["operations"]
@@ -109,8 +109,10 @@ def test_lost_and_altered_binaries_show(tmp_path, monkeypatch):
                        progress=False, workload="binaries", workload_params={"binary_size": 1000})
     entry = run(config, log=lambda *_: None)["systems"][0]
     assert entry["status"] == "ok", entry.get("error")
-    assert entry["sent"] == {"binaries": 10, "bytes": 10_000}
+    assert entry["sent"] == {"binaries": 10, "bytes": 10_000, "verified": 10}
     assert entry["held"] == {"binaries": 9, "verified": 8}
+    from lakebench import table
+    assert table.held_against_sent(entry) == "binaries 9/10; verified 8/10"  # the table says so
     assert entry["binaries"]["sampled"] == 10
     assert (entry["binaries"]["verified"], entry["binaries"]["mismatched"]) == (8, 1)
     assert entry["operations"]["get binary"]["errors"] == 1

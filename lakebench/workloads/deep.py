@@ -227,8 +227,11 @@ class Deep(Scenario):
         held = self._held(system, tree, containers)
         driver.read_parent(system)
         driver.outcome.details = {
-            "sent": {"containers": containers, "leaves": leaves},
-            "held": held,
+            # The tree is the workload's "children": the table's running time and size are its.
+            "children": containers,
+            "ingest_seconds": round(sum(driver.outcome.times.get("create container", ())), 6),
+            "sent": {"containers": containers, "leaves": leaves, "leaf_reads": reads},
+            "held": {**held, "leaf_reads": verified},
             "deep": {"depth": tree.depth, "fan_out": tree.fan_out, "leaf": leaf, "containers": containers,
                      "leaves": leaves, "batch": p["batch"], "leaf_reads": reads, "leaf_reads_verified": verified,
                      "middle": middle, "series": series},

@@ -93,7 +93,7 @@ class Mixed(Scenario):
                              operations=self.params["operations"])
         driver.read_parent(system)
         outcome = driver.outcome
-        outcome.details = self._check(system, state)
+        outcome.details.update(self._check(system, state))
         return outcome
 
     def _check(self, system, state) -> dict:

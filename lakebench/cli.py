@@ -251,6 +251,9 @@ def cmd_run(args) -> int:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
                              f"{', '.join(in_process)}")
     params = _chosen_workload_parameters(args)
+    if args.users != 1 and args.driver != "locust":  # lakebench's own client is one user
+        raise UsageError(f"lakebench run: error: --users {args.users} needs the Locust driver "
+                         "(--driver locust, or a Locust workload such as mixed)")
     try:
         system_options = systems.parse_options(args.systems, args.system_option)
     except ValueError as exc:

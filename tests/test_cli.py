@@ -34,6 +34,7 @@ from lakebench.cli import main
         (["run", "--systems", "lmdb-http", "--system-option", "worker_class=sync", "--system-option",
           "client_timeout=5"], "client_timeout applies to the gevent worker, not sync"),
         (["run", "--systems", "lmdb-http", "--system-option", "worker_class"], "expected KEY=VALUE"),
+        (["run", "--systems", "memory", "--users", "4"], "--users 4 needs the Locust driver"),
         (["frobnicate"], "invalid choice"),
         (["table", "/nonexistent-results"], "no results.json"),
     ],

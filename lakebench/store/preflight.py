@@ -45,8 +45,8 @@ The second meta page starts one page (the first one's page size) in.
 from __future__ import annotations
 
 import os
-import time
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 

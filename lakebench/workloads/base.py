@@ -72,7 +72,9 @@ class Outcome:
     errors: dict[str, int] = field(default_factory=dict)  # operation kind -> failed operations
     first_error: str | None = None
     ingest_wall: float = 0.0  # wall time of the ingest loop, checkpoint reads excluded
-    generate_cpu: float = 0.0  # CPU this process spent building children (in-process: not the system's)
+    #: CPU this process spent on lakebench's own work (building children, checking answers:
+    #: ``ClientDriver.harness``), taken out of an in-process system's ``cpu_seconds``.
+    generate_cpu: float = 0.0
     generation: dict = field(default_factory=dict)  # "generation" and "generate_seconds" of the record
     budget_exhausted: bool = False
     checkpoints: list[dict] = field(default_factory=list)

@@ -224,7 +224,8 @@ class Deep(Scenario):
             bar.close()
 
         driver.phase("check")
-        held = self._held(system, tree, containers)
+        with driver.harness():
+            held = self._held(system, tree, containers)
         driver.read_parent(system)
         driver.outcome.details = {
             # The tree is the workload's "children": the table's running time and size are its.

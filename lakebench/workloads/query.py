@@ -154,7 +154,9 @@ class Queries(Scenario):
         # parser on first use) belongs to no query.
         system.query("SELECT * WHERE { }")
         answers = {}
-        for name, query in queries(self.dataset).items():
+        created = driver.outcome.created()  # a budget may have stopped the ingest: ask about what is there
+        asked = self.dataset if created == self.dataset.children else _shrunk(self.dataset, created)
+        for name, query in queries(asked).items():
             for _ in range(self.params["query_repeats"]):
                 rows = driver.time(f"query {name}", system.query, query.sparql)
             answers[name] = [tuple(row) for row in rows]  # the last run's answer (all are timed)
@@ -217,6 +219,14 @@ def disagreements(document: dict) -> dict[str, list[str]]:
     for (children, _, variant), entries in cases.items():
         for name in sorted({q for e in entries for q in e["queries"]}):
             answered = [e for e in entries if name in e["queries"]]
+            if len({e.get("children") for e in answered}) > 1:
+                # A budget stopped some at other sizes: their rows differ rightly; only the
+                # expected answers compare them.
+                wrong = [e["name"] for e in answered if e["queries"][name]["expected"] is not None
+                         and e["queries"][name]["answer"] != e["queries"][name]["expected"]]
+                if wrong:
+                    found[f"{name} ({children:,} children)" if several else name] = sorted(set(wrong))
+                continue
             votes: dict[str, int] = {}
             for e in answered:
                 votes[e["queries"][name]["digest"]] = votes.get(e["queries"][name]["digest"], 0) + 1

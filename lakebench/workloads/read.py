@@ -73,7 +73,8 @@ class Read(Scenario):
         retrieval = driver.attempt(kind, system.get_resource, child.path)
         if retrieval is None:
             return None
-        return holds_child(retrieval, child)
+        with driver.harness():
+            return holds_child(retrieval, child)
 
     def record(self, outcome: Outcome, system) -> dict:
         created = outcome.created()

@@ -315,7 +315,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         "options": config.options,
         "budget_seconds": config.budget_seconds,
         # Locust's users take no checkpoints (a read among concurrent PUTs would time the PUTs too).
-        "checkpoints": checkpoint_sizes(w.children, config.checkpoints) if config.driver == "client" else [],
+        "checkpoints": checkpoint_sizes(w.children, config.checkpoints) if _takes_checkpoints(config) else [],
     }
     # lakebench's own loop gets its children from a producer process where a
     # core is free for it; Locust users build their own (lakebench.locust).
@@ -451,6 +451,11 @@ def _not_applicable(config: RunConfig, name: str) -> str | None:
     return None if reason is None else f"not applicable: {reason}"
 
 
+def _takes_checkpoints(config: RunConfig) -> bool:
+    """Checkpoints are taken by lakebench's own ingest loop, in the workloads that use it."""
+    return config.driver == "client" and workloads.load(config.workload).ingests
+
+
 def _summary_line(record: dict, primary: str) -> str:
     """One line on the terminal for a finished run."""
     stopped = (f"stopped at {record['children']:,} children (budget spent), "
@@ -551,7 +556,7 @@ def run(config: RunConfig, log=print) -> dict:
             "budget_seconds": config.budget_seconds,
             # Asked for, across the sweep; each run's checkpoints say which it took.
             "checkpoints": checkpoint_sizes(max(c.children for c in cases), config.checkpoints)
-            if config.driver == "client" else [],
+            if _takes_checkpoints(config) else [],
         },
         "reference": reference,
         "systems": entries,

@@ -101,6 +101,9 @@ class Scenario:
     PARAMETERS: ClassVar[dict[str, Param]] = {}
     #: Drivers that can run it.
     drivers: ClassVar[tuple[str, ...]] = ("client",)
+    #: Whether it creates the data set's children through ``driver.ingest``, which takes the
+    #: ``--checkpoints`` (the parent and the disk measured as the container fills).
+    ingests: ClassVar[bool] = True
 
     def __init__(self, dataset: Workload, params: dict | None = None):
         self.dataset = dataset

@@ -71,6 +71,7 @@ def mb_per_s(size: int, seconds: float) -> float | None:
 
 class Binaries(Scenario):
     name = "binaries"
+    ingests = False  # no children through driver.ingest: no checkpoints
     primary = PUT
     needs = ("create_binary", "get_binary")
     PARAMETERS = {

@@ -127,6 +127,7 @@ def _binary_leaves(system_cls) -> bool:
 
 class Deep(Scenario):
     name = "deep"
+    ingests = False  # no children through driver.ingest: no checkpoints
     primary = "create container"
     drivers = ("client",)
     needs = ("create_container", "list_container")

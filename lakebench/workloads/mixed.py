@@ -51,6 +51,7 @@ def _weights(text: str) -> str:
 
 class Mixed(Scenario):
     name = "mixed"
+    ingests = False  # its ingest is Locust's, which takes no checkpoints
     primary = "create child"
     drivers = ("locust",)
     PARAMETERS = {

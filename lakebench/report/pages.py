@@ -52,7 +52,10 @@ def _summary(data: ReportData) -> str:
     what = f"{children:,} children created under one parent container" if children else "the workload"
     ref = data.document.get("reference")
     reference = f" The reference, 100% in every percentage, is {ref}." if ref else ""
-    return f"Systems {names} measured on {what}, then the parent retrieved.{reference}\n"
+    users = {e["load"]["users"] for e in data.ok if (e.get("load") or {}).get("users")}
+    load = (f" A load test: Locust's {', '.join(map(str, sorted(users)))} users sent the PUTs at once."
+            if users else "")
+    return f"Systems {names} measured on {what}, then the parent retrieved.{load}{reference}\n"
 
 
 def measured_section(data: ReportData, report_command: str | None, workload_text: str) -> str:

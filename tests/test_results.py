@@ -112,3 +112,28 @@ def test_skipped_entry_passes_the_schema_and_the_table():
     row = table.rows(document)[1]
     assert row[:3] == ["a", "nosync", "not run"]
     assert table.notes(document) == ["a: not run: the budget ran out at 80 children (case 100)"]
+
+
+def test_counts_that_differ_between_repeats_stay_counts():
+    """A count done within a duration or a budget differs between runs: the entry keeps the fewest
+    (an integer, as the schema says), not a mean the schema would refuse on load."""
+    runs = [_run("a", 0, 0.001, 0.01, 100), _run("a", 1, 0.002, 0.01, 100)]
+    for run, count in zip(runs, (275, 276)):
+        run["operations"] = results.operations_summary({"create": [0.001] * count})
+    entry = results.aggregate("a", runs)
+    assert entry["operations"]["create"]["count"] == 275 and entry["std"]["operations.create.count"] > 0
+    results.validate({"schema": 1, "systems": [entry]})
+
+
+def test_the_table_takes_a_system_that_refused_every_operation():
+    refused = _run("a", 0, 0.001, 0.01, 100)
+    refused["per_resource_ms"]["mean"] = None  # every primary operation refused: nothing timed
+    fine = _run("b", 0, 0.001, 0.01, 100)
+    document = {"schema": 1, "workload": {"name": "update"}, "systems": [
+        {**refused, "name": "a", "workload": {"name": "update", "primary": "update"},
+         "operations": {"update": {"count": 0, "errors": 5, "seconds": 0.0}}},
+        {**fine, "name": "b", "workload": {"name": "update", "primary": "update"},
+         "operations": results.operations_summary({"update": [0.001] * 5})}]}
+    rows = table.rows(document, wide=True)
+    assert [row[0] for row in rows[1:]] == ["b", "a"]  # measured first, then the one that refused
+    assert "refused 5 update" in "\n".join(table.notes(document))

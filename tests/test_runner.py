@@ -276,3 +276,10 @@ def test_budget_stops_a_locust_ingest_too(tmp_path):
     assert entry["budget_exhausted"] is True and 0 < entry["children"] < 20_000
     assert entry["parent"]["containment_triples"] == entry["children"]
     assert entry["checkpoints"] == [] and document["settings"]["checkpoints"] == []  # Locust takes none
+
+
+def test_one_value_of_a_sweepable_option_is_no_variant():
+    one = RunConfig(systems=["lmdb-http"], workload="binaries", workload_params={"binary_size": [65536]})
+    two = RunConfig(systems=["lmdb-http"], workload="binaries", workload_params={"binary_size": [1024, 65536]})
+    assert [c.variant for c in one.cases()] == [""] and dict(one.cases()[0].params) == {"binary_size": 65536}
+    assert [c.variant for c in two.cases()] == ["binary_size=1024", "binary_size=65536"]

@@ -161,10 +161,9 @@ class Monitor:
         return max(values) if values else None
 
 
-def tree_rss_bytes(pid: int | None) -> int | None:
-    """Resident memory now of a process and its live descendants; None if there is none to see."""
-    if pid is None:
-        return None
+def _tree_sum(pid: int, read) -> float | None:
+    """The sum of ``read(process)`` over a process and its live descendants (None: no such process);
+    a descendant that exits or hides meanwhile is left out."""
     try:
         root = psutil.Process(pid)
         procs = [root] + root.children(recursive=True)
@@ -173,26 +172,20 @@ def tree_rss_bytes(pid: int | None) -> int | None:
     total = 0
     for proc in procs:
         try:
-            total += proc.memory_info().rss
+            total += read(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return total
+
+
+def tree_rss_bytes(pid: int | None) -> int | None:
+    """Resident memory now of a process and its live descendants; None if there is none to see."""
+    return None if pid is None else _tree_sum(pid, lambda proc: proc.memory_info().rss)
 
 
 def tree_cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds used so far by a process and its live descendants."""
+    """User + system CPU seconds used so far by a process and its live descendants (0 once it is gone)."""
     if pid is None:
         return None
-    try:
-        root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        total += times.user + times.system
-    return total
+    total = _tree_sum(pid, lambda proc: sum(proc.cpu_times()[:2]))
+    return 0.0 if total is None else float(total)

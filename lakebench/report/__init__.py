@@ -247,11 +247,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "report",
         help="write the report (tables, charts, conclusions) of a results directory for the docs",
-        description="Write OUT/index.rst (command, environment, workload, result tables, operations, "
-        "what was sent and held, charts, conclusions) and one image per chart from "
-        "RESULTS_DIR/results.json and latencies.csv; docs/performance.rst links to it. With several "
-        "RESULTS_DIRs (one per workload), one such page each in OUT/WORKLOAD/ and OUT/index.rst linking "
-        "them. Nothing is measured again.",
+        description="Write OUT/index.rst (the summary first: systems ranked, durability, parent read "
+        "first and steady; then result tables, operations, what was sent and held, charts, conclusions, and "
+        "how it was measured) and one image per chart from RESULTS_DIR/results.json and latencies.csv. OUT "
+        "defaults to RESULTS_DIR/report, beside the results; --out docs/performance makes it the "
+        "documentation's page. With several RESULTS_DIRs (one per workload), one such page each in "
+        "OUT/WORKLOAD/ and OUT/index.rst linking them. Nothing is measured again.",
     )
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
                         help="a directory written by 'lakebench run'")

@@ -126,8 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="measure systems side by side and write results",
-        description="Measure each system in its own fresh process and data directory: create "
-        "N children (timed one by one), retrieve the parent, sample CPU/RSS/VMS/disk every "
+        description="Measure each system in its own fresh process and data directory: run the "
+        "workload (flat by default: create N children, each timed alone), check what the system "
+        "holds against what it was sent, retrieve the parent, sample CPU/RSS/VMS/disk every "
         "interval (also for --tail-seconds after the load). Writes OUT/results.json and "
         "OUT/latencies.csv and prints the summary table.",
     )

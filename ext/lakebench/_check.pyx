@@ -1,8 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The checker of the store core: verifies one snapshot of a store.
 
-Every term is valid and filed under its own hash, every hash entry names a
-term with that hash, no term is stored twice, every quad of ``spoc`` is in
+Every term is valid and filed under its own hash (up to ``meta``'s
+``terms_filed``; the ids above it are in no hash entry), every hash entry
+names a term with that hash, no term is stored twice, every quad of ``spoc`` is in
 the three other indices (which hold as many entries), and every id in a
 quad names a term.  It reads the raw entries itself rather than through the
 transaction's scan, since a wrong-sized entry is a problem to report here,
@@ -19,7 +20,8 @@ from libc.string cimport memcpy, memcmp, memset
 from libc.stdlib cimport calloc, free
 
 from liblmdb cimport *
-from lakebench._codec cimport (E_NOMEM, DB_T2I, DB_I2T, DB_SPOC, DB_CSPO, IX_SPOC, Quad, put_be32,
+from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
+from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_SPOC, DB_CSPO, IX_SPOC, Quad, put_be32,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
                                valid_term, get_term, hash_bytes)
 
@@ -34,7 +36,10 @@ cdef struct Problem:
 cdef struct Check:
     uint8_t* bitmap
     uint32_t max_id
+    uint32_t filed        # the last id filed in t2i (0xFFFFFFFFU: every id)
     size_t terms
+    size_t filed_terms
+    size_t unfiled_terms
     size_t hash_entries
     size_t collisions
     size_t entries[4]
@@ -59,6 +64,10 @@ cdef enum:
     K_BAD_ENTRY
     K_WALK_LOOPS     # ix: which tree (W_*), a: the entries it records
     K_BAD_ID_KEY
+    K_UNFILED_HASHED
+    K_HASH_BEYOND_FILED
+    K_FILED_BEYOND_LAST
+    K_BAD_FILED
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -93,7 +102,15 @@ cdef str _problem_text(Problem* p):
     if p.code == K_DUPLICATE_TERM:
         return f"terms {p.a} and {p.b} are the same term stored twice"
     if p.code == K_COUNT_TERMS:
-        return f"t2i holds {p.a} entries but i2t holds {p.b} terms"
+        return f"t2i holds {p.a} entries but i2t holds {p.b} terms filed in it"
+    if p.code == K_UNFILED_HASHED:
+        return f"term {p.a}: in t2i, though above the last filed id ({p.b})"
+    if p.code == K_HASH_BEYOND_FILED:
+        return f"t2i: an entry points to term id {p.a}, above the last filed id ({p.b})"
+    if p.code == K_FILED_BEYOND_LAST:
+        return f"meta: terms_filed is {p.a}, above the last term id ({p.b})"
+    if p.code == K_BAD_FILED:
+        return "meta: terms_filed is not a term id (wrong size)"
     if p.code == K_MISSING_ENTRY:
         return f"quad {quad} is in spoc but missing from {names[p.ix]}"
     if p.code == K_UNKNOWN_ID:
@@ -129,13 +146,29 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef bint have = False
     cdef Quad e, qq
     cdef size_t ndups, walked
-    # 1. terms: i2t ids -> bitmap; each term valid and filed under its hash
+    cdef HTable unfiled
+    memset(&unfiled, 0, sizeof(HTable))
+    # 1. terms: i2t ids -> bitmap; each term valid and filed under its hash,
+    #    or, above the last filed id, in no hash entry and stored once
+    ck.filed = 0xFFFFFFFFU
+    k.mv_data = <char*>b"terms_filed"
+    k.mv_size = 11
+    rc = mdb_get(txn, dbi[DB_META], &k, &v)
+    if rc == 0:
+        if v.mv_size == 4:
+            ck.filed = get_be32(<uint8_t*>v.mv_data)
+        else:
+            problem(ck, K_BAD_FILED, 0, 0, 0, 0, 0)
+    elif rc != MDB_NOTFOUND:
+        return rc
     rc = mdb_cursor_open(txn, dbi[DB_I2T], &cur)
     if rc:
         return rc
     rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
     if rc == 0:
         ck.max_id = ld32(k.mv_data) if k.mv_size == 4 else 0
+    if ck.filed != 0xFFFFFFFFU and ck.filed > ck.max_id:
+        problem(ck, K_FILED_BEYOND_LAST, ck.filed, ck.max_id, 0, 0, 0)
     ck.bitmap = <uint8_t*>calloc((<size_t>ck.max_id >> 3) + 1, 1)
     if ck.bitmap == NULL:
         mdb_cursor_close(cur)
@@ -167,11 +200,23 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             v2.mv_data = idb
             v2.mv_size = 4
             rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
-            if rc == MDB_NOTFOUND:
-                problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
-            elif rc:
-                break
+            if tid <= ck.filed:
+                ck.filed_terms += 1
+                if rc == MDB_NOTFOUND:
+                    problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
+                elif rc:
+                    break
+            else:
+                ck.unfiled_terms += 1
+                if rc == 0:
+                    problem(ck, K_UNFILED_HASHED, tid, ck.filed, 0, 0, 0)
+                elif rc != MDB_NOTFOUND:
+                    break
+                rc = check_unfiled(txn, dbi, c2, &unfiled, tid, <uint8_t*>v.mv_data, v.mv_size, h, ck)
+                if rc:
+                    break
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    ht_free(&unfiled)
     if rc != MDB_NOTFOUND:
         mdb_cursor_close(cur)
         mdb_cursor_close(c2)
@@ -192,6 +237,8 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             tid = get_be32(<uint8_t*>v.mv_data)
             if not has_id(ck, tid):
                 problem(ck, K_HASH_DANGLING, tid, 0, 0, 0, 0)
+            elif tid > ck.filed:
+                problem(ck, K_HASH_BEYOND_FILED, tid, ck.filed, 0, 0, 0)
             else:
                 if get_term(txn, dbi[DB_I2T], tid, &v2) == 0:
                     if hash_bytes(<uint8_t*>v2.mv_data, v2.mv_size) != get_be64(<uint8_t*>k.mv_data):
@@ -212,8 +259,8 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cur = NULL
     if rc != MDB_NOTFOUND:
         return rc
-    if ck.hash_entries != ck.terms:
-        problem(ck, K_COUNT_TERMS, <uint32_t>ck.hash_entries, <uint32_t>ck.terms, 0, 0, 0)
+    if ck.hash_entries != ck.filed_terms:
+        problem(ck, K_COUNT_TERMS, <uint32_t>ck.hash_entries, <uint32_t>ck.filed_terms, 0, 0, 0)
     have = False
     # 3. every spoc quad is in the three other indices, with known ids
     for ix in range(4):
@@ -294,6 +341,35 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     mdb_cursor_close(cur)
     return 0 if rc == MDB_NOTFOUND else rc
 
+cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen, uint32_t tid,
+                       const uint8_t* p, size_t n, uint64_t h, Check* ck) noexcept nogil:
+    """An unfiled term is stored once: neither a filed term (under its hash
+    in t2i) nor an earlier unfiled one (``seen``) is the same term."""
+    cdef MDB_val k, v, t
+    cdef uint8_t hk[8]
+    cdef size_t pos = h
+    cdef uint32_t other
+    cdef int rc
+    put_be64(hk, h)
+    k.mv_data = hk
+    k.mv_size = 8
+    rc = mdb_cursor_get(c2, &k, &v, MDB_SET_KEY)
+    while rc == 0:
+        if v.mv_size == 4:
+            other = get_be32(<uint8_t*>v.mv_data)
+            if get_term(txn, dbi[DB_I2T], other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+                problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
+        rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
+    if rc != MDB_NOTFOUND:
+        return rc
+    while True:
+        other = ht_next(seen, h, &pos)
+        if other == 0:
+            break
+        if get_term(txn, dbi[DB_I2T], other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+            problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
+    return E_NOMEM if ht_add(seen, h, tid) else 0
+
 cdef int check_collisions(MDB_txn* txn, MDB_dbi* dbi, MDB_val* key, Check* ck) noexcept nogil:
     """Several ids share a hash: no two may name equal terms."""
     cdef uint32_t ids[64]
@@ -351,6 +427,7 @@ cdef tuple check_snapshot(MDB_txn* txn, MDB_dbi* dbi, size_t max_problems, int* 
             "index_entries": {"spoc": ck.entries[0], "posc": ck.entries[1],
                               "ospc": ck.entries[2], "cspo": ck.entries[3]},
             "hash_entries": ck.hash_entries,
+            "unfiled_terms": ck.unfiled_terms,
             "hash_collisions": ck.collisions,
         }
         return problems, summary

@@ -8,12 +8,14 @@ Layout of one environment (a directory holding ``data.mdb`` / ``lock.mdb``),
 every integer big-endian so that byte order is numeric order (except the
 keys of ``i2t``):
 
-``meta``  name -> value (``format`` = FORMAT_VERSION, ``bnode_docs`` counter)
+``meta``  name -> value (``format`` = FORMAT_VERSION, ``bnode_docs`` counter,
+          ``terms_filed``: the last id filed in ``t2i``, when some are not)
 ``ns``    prefix (UTF-8) -> namespace IRI (UTF-8)
 ``graphs`` graph id (4 bytes) -> empty: graphs declared even while empty
 ``t2i``   64-bit term hash (8 bytes) -> term id (4 bytes), DUPSORT|DUPFIXED:
           several ids under one hash are collisions, told apart by comparing
-          the stored terms.
+          the stored terms.  It holds every id up to ``terms_filed`` and none
+          above (every id when that entry is absent).
 ``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
           compare for the hot id -> term lookups) -> encoded term; ids are
           sequential from 1 and appended, so pages are full.
@@ -33,7 +35,8 @@ b'Ihttp://ex.org/a'
 from libc.stdint cimport uint8_t
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-FORMAT_VERSION = 1
+#: 2: ids above ``meta``'s ``terms_filed`` are not in t2i (1 had no such entry; read as 2).
+FORMAT_VERSION = 2
 #: Sub-database names, in the order of the ``dbi`` array.
 DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cspo", "ns", "graphs")
 #: Order of the four quad indices: which quad position is the key, which the values.

@@ -27,13 +27,15 @@ from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_NOMEM, E_PARSE,
                                E_IDS, E_CORRUPT, E_TERM, put_be32, get_be32, get_term, hash_bytes,
                                check_term)
-from lakebench._tables cimport TTable, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free
+from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
+                               ht_free, bloom_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
 from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._check cimport check_snapshot
 from lakebench._txncore cimport (TxnCore, ScanState, core_close_cursors, lookup_id, resolve_id, resolve_table,
                                  merge_cache, insert_quads, delete_quads, plan_scan, scan_open, scan_next,
-                                 scan_count, count_triples)
+                                 scan_count, count_triples, FILED_ALL, filed_upto, last_id, file_terms,
+                                 file_terms_if_due)
 
 import os
 
@@ -107,6 +109,12 @@ cdef class Environment:
     with MDB_NOSYNC: a commit is written to the OS but not fsynced, so a
     power loss can lose the last commits (never corrupt the store), while a
     process crash loses nothing committed.
+
+    ``defer_filing``: this process is the store's only writer and uses the
+    environment from one thread (the write-ahead log's owner): its writes
+    leave new term ids out of ``t2i`` and a commit files them once they are
+    ``filing_lag`` or more and a quarter of the filed ones (see _txncore).
+    Any other writer files them all at its first new term.
     """
     cdef MDB_env* env
     cdef MDB_dbi dbi[N_DBS]
@@ -117,21 +125,30 @@ cdef class Environment:
     cdef PyThread_type_lock wlock
     cdef long writer_thread
     cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _txncore)
+    cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _txncore)
+    cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
+    cdef readonly bint defer_filing
+    cdef readonly uint32_t filing_lag
 
     def __cinit__(self):
         self.env = NULL
         self.wlock = PyThread_allocate_lock()
         self.writer_thread = -1
         memset(&self.cache, 0, sizeof(TTable))
+        memset(&self.unfiled, 0, sizeof(HTable))
+        memset(&self.bloom, 0, sizeof(Bloom))
 
     def __init__(self, path, *, size_t map_size=1 << 28, bint durable=True, bint readonly=False,
-                 unsigned int max_readers=126, bint writemap=False):
+                 unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
+                 uint32_t filing_lag=1 << 20):
         cdef int rc
         cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
         cdef bytes bpath = os.fsencode(os.fspath(path))
         self.path = os.fspath(path)
         self.durable = durable
         self.readonly = readonly
+        self.defer_filing = defer_filing and not readonly
+        self.filing_lag = filing_lag
         if not durable:
             flags |= MDB_NOSYNC
         if readonly:
@@ -193,8 +210,17 @@ cdef class Environment:
                     raise_rc(rc, "writing the format version")
             elif rc:
                 raise_rc(rc, "reading the format version")
-            elif v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) != FORMAT_VERSION:
+            elif v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) not in (1, FORMAT_VERSION):
                 raise StoreError(f"{self.path!r}: unsupported store format")
+            elif get_be32(<uint8_t*>v.mv_data) == 1 and not self.readonly:
+                # Format 2 may leave ids out of t2i (the ``terms_filed`` entry),
+                # which a reader of format 1 would not know: mark it before any write.
+                put_be32(ver, FORMAT_VERSION)
+                v.mv_data = ver
+                v.mv_size = 4
+                rc = mdb_put(txn, self.dbi[DB_META], &k, &v, 0)
+                if rc:
+                    raise_rc(rc, "writing the format version")
         except BaseException:
             mdb_txn_abort(txn)
             raise
@@ -208,6 +234,8 @@ cdef class Environment:
             mdb_env_close(self.env)
             self.env = NULL
         tt_free(&self.cache)
+        ht_free(&self.unfiled)
+        bloom_free(&self.bloom)
         if self.wlock != NULL:
             PyThread_free_lock(self.wlock)
 
@@ -224,6 +252,8 @@ cdef class Environment:
             mdb_env_close(self.env)
             self.env = NULL
         tt_clear(&self.cache)
+        ht_free(&self.unfiled)
+        bloom_free(&self.bloom)
 
     @property
     def closed(self):
@@ -311,6 +341,10 @@ cdef class Txn:
         t.write = write
         t.core.dbi = env.dbi
         t.core.cache = &env.cache
+        if env.defer_filing:   # one thread: every transaction may share the table
+            t.core.unfiled = &env.unfiled
+            t.core.bloom = &env.bloom
+            t.core.defer = write
         if write:
             if env.readonly:
                 raise StoreError("the environment is read-only")
@@ -339,6 +373,7 @@ cdef class Txn:
         if self.core.txn != NULL:
             self._end(False)
         tt_free(&self.core.seen)
+        ht_free(&self.core.own)
 
     cdef int _live(self) except -1:
         if self.core.txn == NULL:
@@ -351,9 +386,15 @@ cdef class Txn:
         cdef MDB_txn* txn = self.core.txn
         if txn == NULL:
             return 0
+        if commit and self.core.defer:
+            with nogil:
+                rc = file_terms_if_due(&self.core, self.env.filing_lag)
+            if rc:
+                commit = False   # a failed write: the transaction is aborted, rc raised
         core_close_cursors(&self.core)
         self.core.txn = NULL
         self.generation += 1
+        ht_free(&self.core.own)
         if commit:
             if self.write:
                 merge_cache(&self.core)
@@ -361,8 +402,11 @@ cdef class Txn:
                 rc = mdb_txn_commit(txn)
             if rc and self.write:
                 tt_clear(&self.env.cache)   # it may hold ids that were never committed
+                self.env.unfiled.valid = False
         else:
             mdb_txn_abort(txn)
+            if self.write:
+                self.env.unfiled.valid = False   # it may hold ids that were never committed
         self.env.open_txns -= 1
         if self.write:
             self.env.writer_thread = -1
@@ -637,6 +681,29 @@ cdef class Txn:
         self._live()
         mdb_stat(self.core.txn, self.env.dbi[DB_I2T], &st)
         return st.ms_entries
+
+    def unfiled_terms(self):
+        """How many term ids are not yet filed in ``t2i`` (looked up through
+        a table rebuilt from ``i2t`` instead; 0 once they are filed)."""
+        cdef uint32_t w = 0, m = 0
+        cdef int rc
+        self._live()
+        with nogil:
+            rc = filed_upto(&self.core, &w)
+            if rc == 0 and w != FILED_ALL:
+                rc = last_id(&self.core, &m)
+        if rc:
+            raise_rc(rc, "reading the filed terms")
+        return 0 if w == FILED_ALL or m <= w else m - w
+
+    def file_terms(self):
+        """File every term id in ``t2i`` now (a write transaction)."""
+        cdef int rc
+        self._require_write()
+        with nogil:
+            rc = file_terms(&self.core)
+        if rc:
+            self._fail(rc, "filing term ids")
 
     def triple_count(self):
         """Number of distinct triples (a triple in several graphs counts once)."""

@@ -87,6 +87,77 @@ cdef Py_ssize_t tt_add(TTable* t, const void* p, size_t n, uint64_t h, uint32_t 
 cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) noexcept nogil
 
 
+# ---------------------------------------------------------------- hash table of ids
+# Term hash -> term id, without the terms: the ids a store has not yet filed
+# in ``t2i`` (see _txncore).  A hit is a candidate, confirmed by comparing
+# the term stored in ``i2t``.  Open addressing; an id of 0 marks a free slot.
+cdef struct HSlot:
+    uint64_t h
+    uint32_t id
+
+cdef struct HTable:
+    HSlot* slots
+    size_t nslots
+    size_t n
+    uint32_t lo           # it holds every id in (lo, hi] ...
+    uint32_t hi
+    bint valid            # ... when valid
+
+cdef void ht_free(HTable* t) noexcept nogil
+cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil
+cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil
+
+cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
+    """The next id filed under ``h`` from slot ``pos[0]`` on (start with
+    ``pos[0] = h``), or 0 when there is none."""
+    cdef size_t mask, i
+    if t.nslots == 0:
+        return 0
+    mask = t.nslots - 1
+    i = pos[0] & mask
+    while t.slots[i].id != 0:
+        if t.slots[i].h == h:
+            pos[0] = i + 1
+            return t.slots[i].id
+        i = (i + 1) & mask
+    return 0
+
+
+# ---------------------------------------------------------------- Bloom filter of hashes
+# Term hashes that may be in t2i: a miss there means the term is not, and
+# saves the B-tree descent that a new term's lookup would otherwise make.
+# Blocked (one 64-byte block per hash: one cache line), 6 bits per hash,
+# about 10 bits per hash held, so about 1% of absent hashes pass.
+cdef struct Bloom:
+    uint64_t* words
+    size_t nblocks        # blocks of 8 words, a power of two
+    size_t n              # hashes added
+    size_t capacity       # hashes it was sized for
+    bint valid
+
+cdef void bloom_free(Bloom* b) noexcept nogil
+cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil
+
+cdef inline void bloom_add(Bloom* b, uint64_t h) noexcept nogil:
+    cdef uint64_t* block = b.words + 8 * ((h >> 32) & (b.nblocks - 1))
+    cdef uint64_t x = h * 0x9E3779B97F4A7C15ULL
+    cdef int i
+    for i in range(6):
+        block[(x >> 61) & 7] |= (<uint64_t>1) << ((x >> 55) & 63)
+        x *= 0x9E3779B97F4A7C15ULL
+    b.n += 1
+
+cdef inline bint bloom_may_hold(Bloom* b, uint64_t h) noexcept nogil:
+    cdef uint64_t* block = b.words + 8 * ((h >> 32) & (b.nblocks - 1))
+    cdef uint64_t x = h * 0x9E3779B97F4A7C15ULL
+    cdef int i
+    for i in range(6):
+        if not (block[(x >> 61) & 7] & ((<uint64_t>1) << ((x >> 55) & 63))):
+            return False
+        x *= 0x9E3779B97F4A7C15ULL
+    return True
+
+
 # ---------------------------------------------------------------- quad array
 cdef struct QBuf:
     Quad* q

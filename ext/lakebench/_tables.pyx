@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """In-memory tables of the store core: the term table (an open-addressing
-hash table of encoded terms -> ids, kept in one arena) and UTF-8 encoding
-into a growable buffer.  Declarations and the inline buffer and quad array
+hash table of encoded terms -> ids, kept in one arena), the hash table of
+ids (term hash -> id, without the terms), a Bloom filter of hashes and
+UTF-8 encoding into a growable buffer.  Declarations and the inline buffer and quad array
 operations are in ``_tables.pxd``.  No Python API.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -119,3 +120,69 @@ cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) no
     if i >= 0:
         return i
     return tt_add(t, p, n, h, 0, flags)
+
+
+cdef void ht_free(HTable* t) noexcept nogil:
+    free(t.slots)
+    memset(t, 0, sizeof(HTable))
+
+cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil:
+    """Empty, holding the (empty) range of ids (lo, lo]; keeps its memory."""
+    if t.slots != NULL:
+        memset(t.slots, 0, t.nslots * sizeof(HSlot))
+    t.n = 0
+    t.lo = lo
+    t.hi = lo
+    t.valid = True
+
+cdef int ht_grow(HTable* t, size_t nslots) noexcept nogil:
+    cdef HSlot* slots = <HSlot*>calloc(nslots, sizeof(HSlot))
+    cdef size_t k, i, mask = nslots - 1
+    if slots == NULL:
+        return E_NOMEM
+    for k in range(t.nslots):
+        if t.slots[k].id != 0:
+            i = t.slots[k].h & mask
+            while slots[i].id != 0:
+                i = (i + 1) & mask
+            slots[i] = t.slots[k]
+    free(t.slots)
+    t.slots = slots
+    t.nslots = nslots
+    return 0
+
+cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
+    """File ``id`` under ``h`` (at most half the slots are used); 0 or E_NOMEM."""
+    cdef size_t mask, i
+    if (t.n + 1) * 2 > t.nslots:
+        if ht_grow(t, t.nslots * 2 if t.nslots else 1024):
+            return E_NOMEM
+    mask = t.nslots - 1
+    i = h & mask
+    while t.slots[i].id != 0:
+        i = (i + 1) & mask
+    t.slots[i].h = h
+    t.slots[i].id = id
+    t.n += 1
+    return 0
+
+
+cdef void bloom_free(Bloom* b) noexcept nogil:
+    free(b.words)
+    memset(b, 0, sizeof(Bloom))
+
+cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil:
+    """Empty, sized for ``capacity`` hashes (10 bits each, at least one block)."""
+    cdef size_t nblocks = 1
+    while nblocks * 512 < capacity * 10:
+        nblocks *= 2
+    free(b.words)
+    b.words = <uint64_t*>calloc(nblocks * 8, sizeof(uint64_t))
+    if b.words == NULL:
+        memset(b, 0, sizeof(Bloom))
+        return E_NOMEM
+    b.nblocks = nblocks
+    b.n = 0
+    b.capacity = capacity
+    b.valid = True
+    return 0

@@ -6,7 +6,7 @@ from libc.string cimport memset
 
 from liblmdb cimport *
 from lakebench._codec cimport N_DBS, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
-from lakebench._tables cimport TTable, QBuf
+from lakebench._tables cimport TTable, HTable, Bloom, QBuf
 
 cdef struct TxnCore:
     MDB_txn* txn
@@ -17,6 +17,17 @@ cdef struct TxnCore:
     uint32_t last_key[4]      # the last key of each quad index, for appends
     bint last_known[4]
     TTable seen               # terms resolved in this (write) transaction
+    # Term ids not yet filed in t2i (see _txncore): which ids are filed, and
+    # the table of the others' hashes this transaction looks them up in.
+    uint32_t filed            # ids up to this one are in t2i (FILED_ALL: every id)
+    bint filed_known
+    bint defer                # a write that leaves its new ids out of t2i
+    HTable* unfiled           # the environment's table (a deferring store), or NULL ...
+    HTable own                # ... and then this transaction's own, built when first needed
+    Bloom* bloom              # the environment's filter of t2i's hashes (a deferring store), or NULL
+
+cdef enum:
+    FILED_ALL = 0xFFFFFFFFU
 
 cdef inline int core_cursor(TxnCore* c, int db, MDB_cursor** out) noexcept nogil:
     """The transaction's cursor on sub-database ``db``, opened on first use."""
@@ -35,6 +46,10 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
 cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil
 cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil
 cdef void merge_cache(TxnCore* c) noexcept nogil
+cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
+cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
+cdef int file_terms(TxnCore* c) noexcept nogil
+cdef int file_terms_if_due(TxnCore* c, uint32_t min_unfiled) noexcept nogil
 
 # index writes
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil

@@ -3,8 +3,17 @@
 
 * term ids: an encoded term's id through the transaction's table, the
   environment's cache of committed terms, then ``t2i`` (comparing the stored
-  bytes, so hash collisions are told apart); new terms get the next id,
-  appended to ``i2t``; a document's blank nodes are relabelled per document;
+  bytes, so hash collisions are told apart) and the ids not yet filed there;
+  new terms get the next id, appended to ``i2t``; a document's blank nodes
+  are relabelled per document;
+* filing term ids late: a store with one writer (the write-ahead log's
+  owner) leaves new ids out of ``t2i``, whose keys are hashes (random), so
+  that a batch does not rewrite most of its leaves; ``meta`` says up to
+  which id ``t2i`` is complete (``terms_filed``), the ids above are looked up
+  in a hash table rebuilt from ``i2t`` when needed, and a commit files them
+  all, sorted, once they are a quarter of the filed ones (amortized, a few
+  pages per document however large the store); a Bloom filter of t2i's
+  hashes spares a new term the descent into t2i;
 * index writes: quads sorted and inserted index by index, appending
   whenever the key or value sorts last (LMDB splits a full page in the
   middle otherwise), and deletes;
@@ -13,7 +22,7 @@
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memset
-from libc.stdlib cimport malloc, qsort
+from libc.stdlib cimport malloc, free, qsort
 
 from liblmdb cimport *
 from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_SPOC, IX_SPOC,
@@ -21,12 +30,17 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL, TERM_TYPED_LITERAL, Quad,
                                put_be32, get_be32, put_be64, get_be64, ld32, to_entry, pack_entry,
                                cmp_quad, get_term, hash_bytes)
-from lakebench._tables cimport (TEntry, TF_BLANK, tt_term, tt_find, tt_add, tt_clear, qb_free)
+from lakebench._tables cimport (TEntry, TF_BLANK, HTable, HSlot, Bloom, tt_term, tt_find, tt_add, tt_clear,
+                               qb_free, ht_reset, ht_add, ht_next, ht_free, bloom_size, bloom_add,
+                               bloom_may_hold)
 
 # Terms of the kinds worth remembering across transactions (the cache).
 cdef size_t CACHE_MAX_ENTRIES = 1 << 18
 cdef size_t CACHE_MAX_BYTES = 32 << 20
 cdef size_t CACHE_MAX_LITERAL = 48
+# The meta entry holding the last id filed in t2i (absent: every id is).
+cdef char* FILED_KEY = b"terms_filed"
+cdef size_t FILED_KEY_LEN = 11
 
 
 cdef void core_close_cursors(TxnCore* c) noexcept nogil:
@@ -38,6 +52,184 @@ cdef void core_close_cursors(TxnCore* c) noexcept nogil:
 
 
 # ---------------------------------------------------------------- term ids
+cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil:
+    """The last id filed in t2i (FILED_ALL when every id is)."""
+    cdef MDB_val k, v
+    cdef int rc
+    if not c.filed_known:
+        k.mv_data = FILED_KEY
+        k.mv_size = FILED_KEY_LEN
+        rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+        if rc == MDB_NOTFOUND:
+            c.filed = FILED_ALL
+        elif rc:
+            return rc
+        elif v.mv_size != ID_SIZE:
+            return E_CORRUPT
+        else:
+            c.filed = get_be32(<uint8_t*>v.mv_data)
+        c.filed_known = True
+    w[0] = c.filed
+    return 0
+
+cdef int set_filed(TxnCore* c, uint32_t w) noexcept nogil:
+    """Record that ids up to ``w`` are filed (FILED_ALL: remove the entry)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[ID_SIZE]
+    cdef int rc
+    k.mv_data = FILED_KEY
+    k.mv_size = FILED_KEY_LEN
+    if w == FILED_ALL:
+        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    else:
+        put_be32(b, w)
+        v.mv_data = b
+        v.mv_size = ID_SIZE
+        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    if rc == 0:
+        c.filed = w
+        c.filed_known = True
+    return rc
+
+cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil:
+    """The highest term id in this transaction (0 when there is none)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef int rc
+    if c.next_id == 0:
+        rc = core_cursor(c, DB_I2T, &cur)
+        if rc:
+            return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+        if rc == MDB_NOTFOUND:
+            c.next_id = 1
+        elif rc:
+            return rc
+        elif k.mv_size != ID_SIZE:
+            return E_CORRUPT
+        else:
+            c.next_id = ld32(k.mv_data) + 1
+    m[0] = c.next_id - 1
+    return 0
+
+cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexcept nogil:
+    """File the hashes of ids (after, upto] in ``t``, read from i2t."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint32_t key = after + 1, tid
+    cdef int rc
+    if upto <= after:
+        return 0
+    rc = core_cursor(c, DB_I2T, &cur)
+    if rc:
+        return rc
+    k.mv_data = &key
+    k.mv_size = ID_SIZE
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)
+    while rc == 0:
+        if k.mv_size != ID_SIZE:
+            return E_CORRUPT
+        tid = ld32(k.mv_data)
+        if tid > upto:
+            break
+        if ht_add(t, hash_bytes(<uint8_t*>v.mv_data, v.mv_size), tid):
+            return E_NOMEM
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    if rc and rc != MDB_NOTFOUND:
+        return rc
+    return 0
+
+cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcept nogil:
+    """The table holding every id in (w, m], brought up to date from i2t.
+
+    Its entries are facts that never change (an id, once committed, names
+    one term forever), so a table built by one transaction serves the next
+    ones too; an id of this transaction's that was never committed only
+    makes a candidate that the comparison with i2t turns down.
+    """
+    cdef HTable* t = c.unfiled if c.unfiled != NULL else &c.own
+    cdef int rc
+    if not t.valid or t.lo > w:
+        ht_reset(t, w)
+    if t.hi < m:
+        rc = hash_range(c, t, t.hi, m)
+        if rc:
+            t.valid = False
+            return rc
+        t.hi = m
+    out[0] = t
+    return 0
+
+cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term that is not filed in t2i, or 0."""
+    cdef uint32_t w, m, tid
+    cdef HTable* t
+    cdef MDB_val v
+    cdef size_t pos = h
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc or m <= w:
+        return rc
+    rc = unfiled_table(c, w, m, &t)
+    if rc:
+        return rc
+    while True:
+        tid = ht_next(t, h, &pos)
+        if tid == 0:
+            return 0
+        if tid > m:
+            continue
+        rc = get_term(c.txn, c.dbi[DB_I2T], tid, &v)
+        if rc == 0:
+            if v.mv_size == n and memcmp(v.mv_data, p, n) == 0:
+                out[0] = tid
+                return 0
+        elif rc != MDB_NOTFOUND:
+            return rc
+
+cdef int build_bloom(TxnCore* c, Bloom* b) noexcept nogil:
+    """Fill ``b`` with every hash in t2i, sized for twice as many."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef MDB_stat st
+    cdef int rc
+    rc = mdb_stat(c.txn, c.dbi[DB_T2I], &st)
+    if rc:
+        return rc
+    rc = bloom_size(b, 2 * st.ms_entries if st.ms_entries > 32768 else 65536)
+    if rc:
+        return rc
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc == 0:
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+        while rc == 0:
+            if k.mv_size != HASH_SIZE:
+                rc = E_CORRUPT
+                break
+            bloom_add(b, get_be64(<uint8_t*>k.mv_data))
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    if rc:
+        b.valid = False
+    return rc
+
+cdef bint surely_not_filed(TxnCore* c, uint64_t h) noexcept nogil:
+    """Whether the Bloom filter says no id is filed under ``h``.  Only the
+    writer builds it: its transaction holds the newest t2i, a superset of
+    every snapshot's in the process, and ids filed later are added to it."""
+    if c.bloom == NULL:
+        return False
+    if not c.bloom.valid:
+        if not c.defer or build_bloom(c, c.bloom):
+            return False
+    return not bloom_may_hold(c.bloom, h)
+
 cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
     """The id of a stored term, or 0; compares stored bytes (collision check)."""
     cdef MDB_cursor* cur
@@ -45,6 +237,8 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     cdef uint8_t hk[HASH_SIZE]
     cdef int rc
     out[0] = 0
+    if surely_not_filed(c, h):
+        return lookup_unfiled(c, p, n, h, out)
     rc = core_cursor(c, DB_T2I, &cur)
     if rc:
         return rc
@@ -63,31 +257,128 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
         elif rc != MDB_NOTFOUND:
             return rc
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
-    return 0 if rc == MDB_NOTFOUND else rc
+    if rc != MDB_NOTFOUND:
+        return rc
+    return lookup_unfiled(c, p, n, h, out)
 
-cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
-    """Store a new term under the next id (appended to i2t) and its hash."""
+cdef int put_hash(TxnCore* c, uint64_t h, uint32_t tid) noexcept nogil:
     cdef MDB_cursor* cur
     cdef MDB_val k, v
     cdef uint8_t kb[HASH_SIZE]
     cdef uint8_t ib[ID_SIZE]
     cdef int rc
-    if c.next_id == 0:
-        rc = core_cursor(c, DB_I2T, &cur)
+    put_be64(kb, h)
+    put_be32(ib, tid)
+    k.mv_data = kb
+    k.mv_size = HASH_SIZE
+    v.mv_data = ib
+    v.mv_size = ID_SIZE
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc:
+        return rc
+    return mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
+
+cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
+    cdef const HSlot* x = <const HSlot*>a
+    cdef const HSlot* y = <const HSlot*>b
+    if x.h != y.h:
+        return -1 if x.h < y.h else 1
+    return (x.id > y.id) - (x.id < y.id)
+
+cdef int file_terms(TxnCore* c) noexcept nogil:
+    """File every unfiled id in t2i, in hash order (each leaf is then
+    written once however many ids land in it)."""
+    cdef uint32_t w, m, tid
+    cdef HTable t
+    cdef HTable* src = &t
+    cdef HSlot* sorted_ = NULL
+    cdef size_t i, n = 0
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc:
+        return rc
+    memset(&t, 0, sizeof(HTable))
+    if c.unfiled != NULL:   # the writer's table already holds their hashes
+        rc = unfiled_table(c, w, m, &src)
+    else:
+        rc = hash_range(c, &t, w, m)
+    if rc == 0 and src.n:
+        sorted_ = <HSlot*>malloc(src.n * sizeof(HSlot))
+        if sorted_ == NULL:
+            rc = E_NOMEM
+        else:
+            for i in range(src.nslots):
+                tid = src.slots[i].id
+                if tid > w and tid <= m:
+                    sorted_[n] = src.slots[i]
+                    n += 1
+            qsort(sorted_, n, sizeof(HSlot), cmp_hslot)
+            if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
+                c.bloom.valid = False   # full: built again, larger, at its next use
+            for i in range(n):
+                rc = put_hash(c, sorted_[i].h, sorted_[i].id)
+                if rc:
+                    break
+                if c.bloom != NULL and c.bloom.valid:
+                    bloom_add(c.bloom, sorted_[i].h)
+    free(sorted_)
+    ht_free(&t)
+    if rc:
+        return rc
+    rc = set_filed(c, m if c.defer else FILED_ALL)
+    if rc == 0 and c.unfiled != NULL:
+        ht_reset(c.unfiled, m)
+    return rc
+
+cdef int file_terms_if_due(TxnCore* c, uint32_t min_unfiled) noexcept nogil:
+    """File the unfiled ids once they are ``min_unfiled`` or more and at
+    least a quarter of the filed ones: so the filings are geometrically
+    spaced, and each t2i leaf is rewritten a bounded number of times per
+    id it holds, instead of at nearly every batch."""
+    cdef uint32_t w, m
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc:
+        return rc
+    if m - w >= min_unfiled and m - w >= w // 4:
+        return file_terms(c)
+    return 0
+
+cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """Store a new term under the next id (appended to i2t) and file its
+    hash: in t2i, or, when this transaction defers, in the unfiled table."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint32_t w, m
+    cdef HTable* t = NULL
+    cdef int rc
+    rc = last_id(c, &m)
+    if rc:
+        return rc
+    rc = filed_upto(c, &w)
+    if rc:
+        return rc
+    if c.defer:
+        if w == FILED_ALL:   # the first id left unfiled
+            rc = set_filed(c, m)
+            if rc:
+                return rc
+            w = m
+        rc = unfiled_table(c, w, m, &t)
         if rc:
             return rc
-        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
-        if rc == MDB_NOTFOUND:
-            c.next_id = 1
-        elif rc:
+    elif w != FILED_ALL:     # a writer that does not defer files the others' first
+        rc = file_terms(c)
+        if rc:
             return rc
-        elif k.mv_size != ID_SIZE:
-            return E_CORRUPT
-        else:
-            c.next_id = ld32(k.mv_data) + 1
     if c.next_id == 0xFFFFFFFFU:
         return E_IDS
-    put_be32(ib, c.next_id)
     k.mv_data = &c.next_id
     k.mv_size = ID_SIZE
     v.mv_data = <void*>p
@@ -98,17 +389,14 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
     if rc:
         return rc
-    put_be64(kb, h)
-    k.mv_data = kb
-    k.mv_size = HASH_SIZE
-    v.mv_data = ib
-    v.mv_size = ID_SIZE
-    rc = core_cursor(c, DB_T2I, &cur)
-    if rc:
-        return rc
-    rc = mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
-    if rc:
-        return rc
+    if t != NULL:
+        if ht_add(t, h, c.next_id):
+            return E_NOMEM
+        t.hi = c.next_id
+    else:
+        rc = put_hash(c, h, c.next_id)
+        if rc:
+            return rc
     out[0] = c.next_id
     c.next_id += 1
     return 0

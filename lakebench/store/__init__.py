@@ -83,6 +83,12 @@ _MAX_GROWTHS = 24
 #: for about 170 MB of dirty pages held in memory until the commit.
 DEFAULT_BATCH_WRITES = 1024
 DEFAULT_BATCH_BYTES = 64 << 20
+#: With the log, new term ids stay out of the hash index ``t2i`` (whose random
+#: keys made each batch commit rewrite most of its leaves) until a commit
+#: finds this many or more, and at least a quarter of those filed; they are
+#: then filed together, sorted (docs/store.rst).  2^20 ids: about 10,000
+#: children of the seed workload, and 32 MB for the table that finds them.
+DEFAULT_FILING_LAG = 1 << 20
 #: The meta key holding the sequence number of the last log record in the store.
 _APPLIED = "wal_seq"
 _SEQ = struct.Struct(">Q")
@@ -119,7 +125,8 @@ class LmdbStore:
 
     def __init__(self, path, *, durable: bool = True, create: bool = True, readonly: bool = False,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
-                 batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES):
+                 batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 filing_lag: int = DEFAULT_FILING_LAG):
         self.path = Path(path)
         if create and not readonly:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -160,7 +167,9 @@ class LmdbStore:
                 self._log = WriteAheadLog(log_path, durable=durable)
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
-            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly)
+            # Only the log's owner, the one writer, leaves term ids unfiled.
+            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
+                                   defer_filing=log, filing_lag=filing_lag)
             if self._log is not None:
                 self._recover()
             if recover_only:
@@ -168,6 +177,8 @@ class LmdbStore:
                 self._log.close()
                 self._log = None
                 self._writers_lock = share_writers_lock(log_path)
+            if not log and not readonly:
+                self._file_terms()
             if readonly:
                 pending = pending_log_records(self.path, self.env)
                 if pending:
@@ -462,6 +473,21 @@ class LmdbStore:
             self._log.position_after(records)  # keep them until they are committed
             self._rebuild()
             self._commit_batch()
+
+    def _file_terms(self) -> None:
+        """File the term ids a writer with a log left out of ``t2i``: without
+        a log, every transaction would otherwise rebuild its table of them."""
+        with self.env.begin() as txn:
+            if not txn.unfiled_terms():
+                return
+        for _ in range(_MAX_GROWTHS):
+            try:
+                with self.env.begin(write=True) as txn:
+                    txn.file_terms()
+                return
+            except MapFullError:
+                self.env.grow()
+        raise MapFullError(-30792, "the map is still full after growing it")
 
     def _maybe_grow(self) -> None:
         info = self.env.info()

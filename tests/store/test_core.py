@@ -10,7 +10,7 @@ import rdflib
 from rdflib.compare import isomorphic
 
 from lakebench import _store
-from lakebench.store import LmdbStore, ParseError, check
+from lakebench.store import DEFAULT_FILING_LAG, LmdbStore, ParseError, check
 from lakebench.store.terms import DEFAULT_GRAPH, decode, iri
 
 G = "http://ex.org/g"
@@ -168,11 +168,18 @@ def _py_hash(term: bytes) -> int:
     return fmix(h)
 
 
-def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload):
+@pytest.mark.parametrize("filed", ["all filed", "some unfiled"])
+def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed):
     path = tmp_path / "store"
-    with LmdbStore(path) as store:
-        for child in list(small_workload)[:3]:
+    children = list(small_workload)[:3]
+    # A lag of 0 files every id at the batch's commit; the default leaves these unfiled.
+    with LmdbStore(path, filing_lag=0 if filed == "all filed" else DEFAULT_FILING_LAG) as store:
+        for child in children[:2]:
             store.ingest(child.ntriples, child.uri)
+        with store.read() as txn:
+            first_terms = txn.term_count()
+    with LmdbStore(path, filing_lag=DEFAULT_FILING_LAG) as store:
+        store.ingest(children[2].ntriples, children[2].uri)
         store.ingest(EVERY_KIND, G)
         expected = set(store.quads())
     env = lmdb.open(str(path), max_dbs=16, readonly=True)
@@ -184,8 +191,11 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload):
         assert struct.unpack(">I", txn.get(b"format", db=dbs["meta"]))[0] == _store.FORMAT_VERSION
         terms = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2t"])}  # native
         assert sorted(terms) == list(range(1, len(terms) + 1))
+        # t2i holds the ids up to meta's terms_filed, and none above
+        filed_upto = struct.unpack(">I", txn.get(b"terms_filed", db=dbs["meta"]))[0]
+        assert filed_upto == (first_terms if filed == "all filed" else 0) < len(terms)
         hashes = {(struct.unpack(">Q", k)[0], struct.unpack(">I", v)[0]) for k, v in txn.cursor(db=dbs["t2i"])}
-        assert hashes == {(_py_hash(t), i) for i, t in terms.items()}
+        assert hashes == {(_py_hash(t), i) for i, t in terms.items() if i <= filed_upto}
         assert len(set(terms.values())) == len(terms)  # every term stored once
         order = {"spoc": "spoc", "posc": "posc", "ospc": "ospc", "cspo": "cspo"}
         for name, letters in order.items():
@@ -199,7 +209,7 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload):
 
 def test_check_passes_and_finds_damage(tmp_path, small_workload):
     path = tmp_path / "store"
-    with LmdbStore(path) as store:
+    with LmdbStore(path, filing_lag=0) as store:  # every id filed in t2i at the commit
         for child in list(small_workload)[:3]:
             store.ingest(child.ntriples, child.uri)
     problems = check(path)
@@ -230,7 +240,7 @@ def test_hash_collisions_are_told_apart(tmp_path):
     """A second id filed under a term's hash (a collision) is never mistaken for it."""
     path = tmp_path / "store"
     a, b = iri("http://ex.org/a"), iri("http://ex.org/b")
-    with LmdbStore(path) as store:
+    with LmdbStore(path, log=False) as store:  # every id filed in t2i at once
         store.add([(a, a, a, DEFAULT_GRAPH), (b, b, b, DEFAULT_GRAPH)])
         with store.read() as txn:
             ida, idb = txn.term_id(a), txn.term_id(b)
@@ -244,13 +254,13 @@ def test_hash_collisions_are_told_apart(tmp_path):
             assert txn.term_id(a) == ida
             assert txn.term_id(b) == idb
         assert store.count(s=a) == 1
-        assert store.add([(a, a, b, DEFAULT_GRAPH)]) == 1
+        assert store.add([(a, a, b, DEFAULT_GRAPH)]) == 1  # log mode: leaves nothing new to file
         with store.read() as txn:
             assert txn.term_id(a) == ida and txn.term_count() == 3  # a, b, the default graph
         problems = store.check()
     assert problems.summary["hash_collisions"] == 1
     assert problems == [f"t2i: term {idb} is filed under a hash that is not its own",
-                        "t2i holds 4 entries but i2t holds 3 terms"]
+                        "t2i holds 4 entries but i2t holds 3 terms filed in it"]
 
 
 def test_map_grows_when_full_and_loses_nothing(tmp_path, small_workload):

@@ -24,16 +24,18 @@ from pathlib import Path
 
 import pytest
 
+from lakebench.store import check
 from tests.store.powerloss.replay import Disk, read_trace
 
 pytestmark = [pytest.mark.powerloss, pytest.mark.slow]
 
 HERE = Path(__file__).parent / "powerloss"
 CHILDREN, TRIPLES = 48, 20
-MODES = {  # name -> (durable, log)
-    "log": (True, True),               # the default durable mode
-    "commit": (True, False),           # LMDB's fsync per commit, no log
-    "log-unflushed": (False, True),    # the control: nothing is flushed
+MODES = {  # name -> (durable, log, filing lag)
+    "log": (True, True, None),         # the default durable mode (no id filed in t2i: too few)
+    "log-filing": (True, True, 32),    # the same, filing ids in t2i at several batch commits
+    "commit": (True, False, None),     # LMDB's fsync per commit, no log
+    "log-unflushed": (False, True, None),  # the control: nothing is flushed
 }
 
 WRITER = textwrap.dedent("""
@@ -41,10 +43,11 @@ WRITER = textwrap.dedent("""
     from lakebench.store import LmdbStore
     from lakebench.workload import LDP_CONTAINS, Workload
     path, durable, log, n, triples = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
+    lag = {} if sys.argv[6] == "None" else {"filing_lag": int(sys.argv[6])}
     w = Workload(children=n, triples=triples, seed=5)
     parent = w.parent_uri
     # A small map and small batches: the trace holds map growth and several batch commits.
-    store = LmdbStore(path, durable=durable, log=log, map_size=1 << 18, batch_writes=8)
+    store = LmdbStore(path, durable=durable, log=log, map_size=1 << 18, batch_writes=8, **lag)
     acks = os.open(os.path.join(path, "acks"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     for i in range(n):
         child = w.child(i)
@@ -88,13 +91,13 @@ def iotrace(tmp_path_factory) -> Path:
     return lib
 
 
-def _trace(tmp_path: Path, lib: Path, durable: bool, log: bool) -> tuple[list, Path]:
+def _trace(tmp_path: Path, lib: Path, durable: bool, log: bool, lag: int | None) -> tuple[list, Path]:
     store = (tmp_path / "store").resolve()
     store.mkdir()
     trace = tmp_path / "trace.bin"
     env = {**os.environ, "LD_PRELOAD": str(lib), "IOTRACE_DIR": str(store), "IOTRACE_LOG": str(trace)}
     subprocess.run([sys.executable, "-c", WRITER, str(store), str(int(durable)), str(int(log)),
-                    str(CHILDREN), str(TRIPLES)], env=env, check=True, timeout=300)
+                    str(CHILDREN), str(TRIPLES), str(lag)], env=env, check=True, timeout=300)
     return read_trace(trace), store
 
 
@@ -147,10 +150,10 @@ def _verify(images: list[dict]) -> dict[str, list[str]]:
     return results
 
 
-@pytest.mark.parametrize("mode", ["log", "commit"])
+@pytest.mark.parametrize("mode", ["log", "log-filing", "commit"])
 def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
-    durable, log = MODES[mode]
-    events, _ = _trace(tmp_path, iotrace, durable, log)
+    durable, log, lag = MODES[mode]
+    events, store = _trace(tmp_path, iotrace, durable, log, lag)
     assert any(e.kind == "S" for e in events) and any(e.name == "data.mdb" for e in events)
     if log:
         assert any(e.name == "wal" for e in events)
@@ -160,11 +163,13 @@ def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
     assert not failures, f"{len(failures)} of {len(images)} power losses lost data: {failures}"
     # The points covered acknowledgements that were only in the log at the time.
     assert any(i["acked"] for i in images) and max(len(i["acked"]) for i in images) == CHILDREN
+    if lag is not None:  # ids were filed in t2i during the trace
+        assert check(store).summary["hash_entries"] > 0
 
 
 def test_the_harness_sees_a_loss_when_nothing_is_flushed(tmp_path, iotrace):
-    durable, log = MODES["log-unflushed"]
-    events, _ = _trace(tmp_path, iotrace, durable, log)
+    durable, log, lag = MODES["log-unflushed"]
+    events, _ = _trace(tmp_path, iotrace, durable, log, lag)
     images = _images(events, tmp_path / "images", random.Random(7), count=120)
     results = _verify(images)
     assert any(problems for problems in results.values()), "no power loss lost anything: the harness is blind"

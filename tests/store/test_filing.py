@@ -1,0 +1,184 @@
+"""Term ids filed late in the hash index ``t2i`` (docs/store.rst, "Filing term ids").
+
+The log's owner leaves new ids out of ``t2i`` until a commit finds enough of
+them; every read must still find them, no term may get two ids, and
+``check`` must tell a store that breaks the rule.
+"""
+from __future__ import annotations
+
+import struct
+
+import lmdb
+import pytest
+
+from lakebench import _store
+from lakebench.store import LmdbStore, check
+from lakebench.store.terms import DEFAULT_GRAPH, iri, literal
+
+G = iri("http://ex.org/g")
+P = iri("http://ex.org/p")
+
+
+def _quads(n: int, start: int = 0) -> list[tuple]:
+    return [(iri(f"http://ex.org/s{i}"), P, literal(f"value {i}"), G) for i in range(start, start + n)]
+
+
+def _summary(path) -> dict:
+    problems = check(path)
+    assert problems == []
+    return problems.summary
+
+
+def test_unfiled_ids_are_found_after_a_reopen_and_never_given_twice(tmp_path):
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.add(_quads(50))
+        with store.read() as txn:
+            ids = {txn.term_id(literal(f"value {i}")) for i in range(50)}
+    summary = _summary(path)
+    assert summary["hash_entries"] == 0 and summary["unfiled_terms"] == summary["terms"]
+    with LmdbStore(path) as store:  # a new process table, rebuilt from i2t
+        assert store.count(o=literal("value 7")) == 1
+        with store.read() as txn:
+            assert {txn.term_id(literal(f"value {i}")) for i in range(50)} == ids
+            terms = txn.term_count()
+        assert store.add(_quads(50)) == 0           # the same quads: nothing new
+        with store.read() as txn:
+            assert txn.term_count() == terms        # and no second id for any term
+    with LmdbStore(path, readonly=True) as store:   # a reader builds its own table
+        assert store.count(s=iri("http://ex.org/s3"), o=literal("value 3")) == 1
+        assert store.count(o=literal("no such value")) == 0
+    assert _summary(path)["terms"] == terms
+
+
+def test_a_commit_files_the_ids_once_they_are_enough(tmp_path):
+    path = tmp_path / "s"
+    with LmdbStore(path, filing_lag=64, batch_writes=4) as store:
+        for i in range(40):
+            store.add(_quads(10, start=10 * i))
+            with store.read() as txn:
+                unfiled, terms = txn.unfiled_terms(), txn.term_count()
+            # at most one batch (4 writes of 20 new ids) above what a commit would have filed
+            assert unfiled < max(64, (terms - unfiled) // 4) + 80
+    summary = _summary(path)
+    assert summary["hash_entries"] > 300 and summary["hash_entries"] + summary["unfiled_terms"] == summary["terms"]
+    with LmdbStore(path) as store:
+        assert store.count(o=literal("value 399")) == 1 and store.count(o=literal("value 0")) == 1
+
+
+def test_a_writer_without_the_log_files_every_id_at_open(tmp_path):
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.add(_quads(20))
+    assert _summary(path)["unfiled_terms"] > 0
+    with LmdbStore(path, log=False) as store:
+        with store.read() as txn:
+            assert txn.unfiled_terms() == 0
+        store.add(_quads(5, start=20))              # and it files its own at once
+        assert store.count(o=literal("value 3")) == 1
+    summary = _summary(path)
+    assert summary["unfiled_terms"] == 0 and summary["hash_entries"] == summary["terms"]
+
+
+def test_a_write_undone_leaves_no_id_behind(tmp_path):
+    """A write that fails after creating ids is undone (the batch is rebuilt
+    from the log); the table must not keep the ids that were never committed."""
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.add(_quads(10))
+
+        def fails(txn):
+            txn.add([(iri("http://ex.org/x"), P, literal("never stored"), G)])
+            raise RuntimeError("refused")
+
+        with pytest.raises(RuntimeError):
+            store.write(fails)
+        assert store.count(o=literal("never stored")) == 0
+        store.add([(iri("http://ex.org/y"), P, literal("stored"), G)])   # reuses the freed ids
+        assert store.count(o=literal("stored")) == 1 and store.count(o=literal("never stored")) == 0
+        store.add([(iri("http://ex.org/x"), P, literal("never stored"), G)])
+        assert store.count(o=literal("never stored")) == 1
+    assert _summary(path)["quads"] == 12
+
+
+def test_a_store_of_format_1_is_read_and_marked_2_when_opened_for_writing(tmp_path):
+    path = tmp_path / "s"
+    with LmdbStore(path, log=False) as store:       # every id filed: what format 1 holds
+        store.add(_quads(5))
+    env = lmdb.open(str(path), max_dbs=16)
+    meta = env.open_db(b"meta", create=False)
+    with env.begin(write=True) as txn:
+        txn.put(b"format", struct.pack(">I", 1), db=meta)
+    env.close()
+    with LmdbStore(path, readonly=True) as store:
+        assert store.count(o=literal("value 2")) == 1
+    with LmdbStore(path) as store:
+        store.add(_quads(5, start=5))
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    meta = env.open_db(b"meta", create=False)
+    with env.begin() as txn:
+        assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == _store.FORMAT_VERSION == 2
+    env.close()
+    assert _summary(path)["quads"] == 10
+
+
+def _damage(path, change) -> list[str]:
+    env = lmdb.open(str(path), max_dbs=16)
+    dbs = {name: env.open_db(name.encode(), dupsort=name == "t2i", dupfixed=name == "t2i",
+                             integerkey=name == "i2t", create=False) for name in ("meta", "t2i", "i2t")}
+    with env.begin(write=True) as txn:
+        change(txn, dbs)
+    env.close()
+    return list(check(path))
+
+
+@pytest.fixture
+def half_filed(tmp_path):
+    """A store whose first ids are filed and the others not."""
+    path = tmp_path / "s"
+    with LmdbStore(path, filing_lag=0) as store:
+        store.add(_quads(3))
+    with LmdbStore(path) as store:
+        store.add(_quads(3, start=3))
+    summary = _summary(path)
+    assert 0 < summary["unfiled_terms"] < summary["terms"]
+    return path, summary["terms"] - summary["unfiled_terms"], summary["terms"]
+
+
+def test_check_finds_an_unfiled_id_in_t2i(half_filed):
+    path, filed, last = half_filed
+
+    def file_the_last(txn, dbs):
+        term = txn.get(struct.pack("=I", last), db=dbs["i2t"])
+        txn.put(struct.pack(">Q", _store.hash_term(term)), struct.pack(">I", last), db=dbs["t2i"])
+
+    problems = _damage(path, file_the_last)
+    assert f"term {last}: in t2i, though above the last filed id ({filed})" in problems
+    assert f"t2i: an entry points to term id {last}, above the last filed id ({filed})" in problems
+
+
+def test_check_finds_the_filed_mark_beyond_the_last_id(half_filed):
+    path, _, last = half_filed
+    problems = _damage(path, lambda txn, dbs: txn.put(b"terms_filed", struct.pack(">I", last + 5), db=dbs["meta"]))
+    assert f"meta: terms_filed is {last + 5}, above the last term id ({last})" in problems
+    assert any(p.startswith("t2i holds") and "terms filed in it" in p for p in problems)
+
+
+def test_check_finds_an_unfiled_term_stored_twice(half_filed):
+    """An unfiled id naming a term that a filed id already names."""
+    path, filed, last = half_filed
+
+    def duplicate(txn, dbs):
+        txn.put(struct.pack("=I", last + 1), txn.get(struct.pack("=I", 1), db=dbs["i2t"]), db=dbs["i2t"],
+                append=True)
+
+    problems = _damage(path, duplicate)
+    assert f"terms 1 and {last + 1} are the same term stored twice" in problems
+
+
+def test_reads_through_the_default_graph_find_unfiled_ids(tmp_path):
+    with LmdbStore(tmp_path / "s") as store:
+        store.add([(iri("http://ex.org/a"), P, literal("x"), DEFAULT_GRAPH)])
+        store.close()
+    with LmdbStore(tmp_path / "s") as store:
+        assert store.quads(s=iri("http://ex.org/a")) == [(iri("http://ex.org/a"), P, literal("x"), DEFAULT_GRAPH)]

@@ -323,6 +323,9 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     if config.driver == "client" and config.prefetch and prefetch.core_free():
         producer, feed_fd = prefetch.start_producer(w)
         spec["feed_fd"] = feed_fd
+    # The dirty pages an earlier measurement left (gigabytes, at scale) are
+    # written now, so that the kernel's write-back of them is not timed here.
+    os.sync()
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(

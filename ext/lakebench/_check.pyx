@@ -2,7 +2,8 @@
 """The checker of the store core: verifies one snapshot of a store.
 
 Every term is valid and filed under its own hash (up to ``meta``'s
-``terms_filed``; the ids above it are in no hash entry), every hash entry
+``terms_filed``, and those a sweep filed; the other ids are in no hash
+entry), every hash entry
 names a term with that hash, no term is stored twice, every quad of ``spoc`` is in
 the three other indices (which hold as many entries), and every id in a
 quad names a term.  It reads the raw entries itself rather than through the
@@ -36,7 +37,9 @@ cdef struct Problem:
 cdef struct Check:
     uint8_t* bitmap
     uint32_t max_id
-    uint32_t filed        # the last id filed in t2i (0xFFFFFFFFU: every id)
+    uint32_t filed        # the last id filed in t2i (0xFFFFFFFFU: every id) ...
+    uint32_t sweep_upto   # ... and those up to sweep_upto whose hash is below sweep_pos
+    uint64_t sweep_pos
     size_t terms
     size_t filed_terms
     size_t unfiled_terms
@@ -68,6 +71,7 @@ cdef enum:
     K_HASH_BEYOND_FILED
     K_FILED_BEYOND_LAST
     K_BAD_FILED
+    K_BAD_SWEEP
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -104,9 +108,11 @@ cdef str _problem_text(Problem* p):
     if p.code == K_COUNT_TERMS:
         return f"t2i holds {p.a} entries but i2t holds {p.b} terms filed in it"
     if p.code == K_UNFILED_HASHED:
-        return f"term {p.a}: in t2i, though above the last filed id ({p.b})"
+        return f"term {p.a}: in t2i, though not filed (the last filed id is {p.b})"
     if p.code == K_HASH_BEYOND_FILED:
-        return f"t2i: an entry points to term id {p.a}, above the last filed id ({p.b})"
+        return f"t2i: an entry points to term id {p.a}, which is not filed (the last filed id is {p.b})"
+    if p.code == K_BAD_SWEEP:
+        return f"meta: terms_filing is damaged (the sweep's last id {p.a}, the last filed id {p.b})"
     if p.code == K_FILED_BEYOND_LAST:
         return f"meta: terms_filed is {p.a}, above the last term id ({p.b})"
     if p.code == K_BAD_FILED:
@@ -125,6 +131,10 @@ cdef str _problem_text(Problem* p):
         return (f"{walked[p.ix]}: a walk met more entries than the {p.a:,} the tree records "
                 f"(its pages are damaged: they lead round in a loop, or the count is wrong); walk stopped")
     return f"problem {p.code}"
+
+cdef inline bint is_filed(Check* ck, uint32_t tid, uint64_t h) noexcept nogil:
+    """Whether id ``tid`` (of hash ``h``) must be in t2i."""
+    return tid <= ck.filed or (tid <= ck.sweep_upto and h < ck.sweep_pos)
 
 cdef inline bint has_id(Check* ck, uint32_t i) noexcept nogil:
     return i != 0 and i <= ck.max_id and (ck.bitmap[i >> 3] & (1 << (i & 7))) != 0
@@ -161,6 +171,17 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             problem(ck, K_BAD_FILED, 0, 0, 0, 0, 0)
     elif rc != MDB_NOTFOUND:
         return rc
+    k.mv_data = <char*>b"terms_filing"
+    k.mv_size = 12
+    rc = mdb_get(txn, dbi[DB_META], &k, &v)
+    if rc == 0:
+        if v.mv_size == 12 and ck.filed != 0xFFFFFFFFU and get_be32(<uint8_t*>v.mv_data) > ck.filed:
+            ck.sweep_upto = get_be32(<uint8_t*>v.mv_data)
+            ck.sweep_pos = get_be64(<uint8_t*>v.mv_data + 4)
+        else:
+            problem(ck, K_BAD_SWEEP, get_be32(<uint8_t*>v.mv_data) if v.mv_size >= 4 else 0, ck.filed, 0, 0, 0)
+    elif rc != MDB_NOTFOUND:
+        return rc
     rc = mdb_cursor_open(txn, dbi[DB_I2T], &cur)
     if rc:
         return rc
@@ -169,6 +190,8 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         ck.max_id = ld32(k.mv_data) if k.mv_size == 4 else 0
     if ck.filed != 0xFFFFFFFFU and ck.filed > ck.max_id:
         problem(ck, K_FILED_BEYOND_LAST, ck.filed, ck.max_id, 0, 0, 0)
+    if ck.sweep_upto > ck.max_id:
+        problem(ck, K_BAD_SWEEP, ck.sweep_upto, ck.filed, 0, 0, 0)
     ck.bitmap = <uint8_t*>calloc((<size_t>ck.max_id >> 3) + 1, 1)
     if ck.bitmap == NULL:
         mdb_cursor_close(cur)
@@ -200,7 +223,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             v2.mv_data = idb
             v2.mv_size = 4
             rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
-            if tid <= ck.filed:
+            if is_filed(ck, tid, h):
                 ck.filed_terms += 1
                 if rc == MDB_NOTFOUND:
                     problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
@@ -237,7 +260,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             tid = get_be32(<uint8_t*>v.mv_data)
             if not has_id(ck, tid):
                 problem(ck, K_HASH_DANGLING, tid, 0, 0, 0, 0)
-            elif tid > ck.filed:
+            elif not is_filed(ck, tid, get_be64(<uint8_t*>k.mv_data)):
                 problem(ck, K_HASH_BEYOND_FILED, tid, ck.filed, 0, 0, 0)
             else:
                 if get_term(txn, dbi[DB_I2T], tid, &v2) == 0:
@@ -357,7 +380,7 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
     while rc == 0:
         if v.mv_size == 4:
             other = get_be32(<uint8_t*>v.mv_data)
-            if get_term(txn, dbi[DB_I2T], other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+            if other != tid and get_term(txn, dbi[DB_I2T], other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
                 problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
         rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
     if rc != MDB_NOTFOUND:

@@ -35,7 +35,7 @@ from lakebench._check cimport check_snapshot
 from lakebench._txncore cimport (TxnCore, ScanState, core_close_cursors, lookup_id, resolve_id, resolve_table,
                                  merge_cache, insert_quads, delete_quads, plan_scan, scan_open, scan_next,
                                  scan_count, count_triples, FILED_ALL, filed_upto, last_id, file_terms,
-                                 file_terms_if_due)
+                                 file_terms_step)
 
 import os
 
@@ -388,7 +388,7 @@ cdef class Txn:
             return 0
         if commit and self.core.defer:
             with nogil:
-                rc = file_terms_if_due(&self.core, self.env.filing_lag)
+                rc = file_terms_step(&self.core, self.env.filing_lag)
             if rc:
                 commit = False   # a failed write: the transaction is aborted, rc raised
         core_close_cursors(&self.core)

@@ -151,6 +151,21 @@ cdef int ht_grow(HTable* t, size_t nslots) noexcept nogil:
     t.nslots = nslots
     return 0
 
+cdef int ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
+    """Keep the ids above ``lo`` only (the table then holds (lo, hi]); 0 or E_NOMEM."""
+    cdef HSlot* old = t.slots
+    cdef size_t k, nslots = t.nslots
+    t.slots = NULL
+    t.nslots = 0
+    t.n = 0
+    for k in range(nslots):
+        if old[k].id > lo and ht_add(t, old[k].h, old[k].id):
+            free(old)
+            return E_NOMEM
+    free(old)
+    t.lo = lo
+    return 0
+
 cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
     """File ``id`` under ``h`` (at most half the slots are used); 0 or E_NOMEM."""
     cdef size_t mask, i

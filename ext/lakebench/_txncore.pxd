@@ -25,6 +25,9 @@ cdef struct TxnCore:
     HTable* unfiled           # the environment's table (a deferring store), or NULL ...
     HTable own                # ... and then this transaction's own, built when first needed
     Bloom* bloom              # the environment's filter of t2i's hashes (a deferring store), or NULL
+    uint32_t sweep_upto       # a sweep filing (filed, sweep_upto] is at hash sweep_pos (0: none)
+    uint64_t sweep_pos
+    bint sweep_known
 
 cdef enum:
     FILED_ALL = 0xFFFFFFFFU
@@ -49,7 +52,7 @@ cdef void merge_cache(TxnCore* c) noexcept nogil
 cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
 cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
 cdef int file_terms(TxnCore* c) noexcept nogil
-cdef int file_terms_if_due(TxnCore* c, uint32_t min_unfiled) noexcept nogil
+cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil
 
 # index writes
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil

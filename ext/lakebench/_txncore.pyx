@@ -31,7 +31,7 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                put_be32, get_be32, put_be64, get_be64, ld32, to_entry, pack_entry,
                                cmp_quad, get_term, hash_bytes)
 from lakebench._tables cimport (TEntry, TF_BLANK, HTable, HSlot, Bloom, tt_term, tt_find, tt_add, tt_clear,
-                               qb_free, ht_reset, ht_add, ht_next, ht_free, bloom_size, bloom_add,
+                               qb_free, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, bloom_size, bloom_add,
                                bloom_may_hold)
 
 # Terms of the kinds worth remembering across transactions (the cache).
@@ -285,26 +285,77 @@ cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
         return -1 if x.h < y.h else 1
     return (x.id > y.id) - (x.id < y.id)
 
-cdef int file_terms(TxnCore* c) noexcept nogil:
-    """File every unfiled id in t2i, in hash order (each leaf is then
-    written once however many ids land in it)."""
-    cdef uint32_t w, m, tid
+# A sweep files the ids (w, upto] of a generation hash range by hash range,
+# [0, pos) first, a slice at each commit: so t2i's leaves are rewritten a
+# slice at a time, in step with the new ids, instead of all at once.
+cdef char* SWEEP_KEY = b"terms_filing"
+cdef size_t SWEEP_KEY_LEN = 12
+
+cdef int read_sweep(TxnCore* c) noexcept nogil:
+    """The sweep in progress into c.sweep_upto (0: none) and c.sweep_pos."""
+    cdef MDB_val k, v
+    cdef int rc
+    if c.sweep_known:
+        return 0
+    k.mv_data = SWEEP_KEY
+    k.mv_size = SWEEP_KEY_LEN
+    rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+    if rc == MDB_NOTFOUND:
+        c.sweep_upto = 0
+        c.sweep_pos = 0
+    elif rc:
+        return rc
+    elif v.mv_size != ID_SIZE + 8:
+        return E_CORRUPT
+    else:
+        c.sweep_upto = get_be32(<uint8_t*>v.mv_data)
+        c.sweep_pos = get_be64(<uint8_t*>v.mv_data + ID_SIZE)
+    c.sweep_known = True
+    return 0
+
+cdef int set_sweep(TxnCore* c, uint32_t upto, uint64_t pos) noexcept nogil:
+    """Record the sweep (``upto`` 0: none)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[ID_SIZE + 8]
+    cdef int rc
+    k.mv_data = SWEEP_KEY
+    k.mv_size = SWEEP_KEY_LEN
+    if upto == 0:
+        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    else:
+        put_be32(b, upto)
+        put_be64(b + ID_SIZE, pos)
+        v.mv_data = b
+        v.mv_size = ID_SIZE + 8
+        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    if rc == 0:
+        c.sweep_upto = upto
+        c.sweep_pos = pos
+        c.sweep_known = True
+    return rc
+
+cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t hi, bint to_end) noexcept nogil:
+    """File in t2i, sorted, the ids in (w, upto] whose hash is in [lo, hi)
+    ([lo, 2^64) when ``to_end``) and that no sweep has filed yet."""
+    cdef uint32_t m, tid
+    cdef uint64_t h
     cdef HTable t
     cdef HTable* src = &t
     cdef HSlot* sorted_ = NULL
     cdef size_t i, n = 0
     cdef int rc
-    rc = filed_upto(c, &w)
-    if rc or w == FILED_ALL:
-        return rc
     rc = last_id(c, &m)
+    if rc == 0:
+        rc = read_sweep(c)
     if rc:
         return rc
     memset(&t, 0, sizeof(HTable))
     if c.unfiled != NULL:   # the writer's table already holds their hashes
         rc = unfiled_table(c, w, m, &src)
     else:
-        rc = hash_range(c, &t, w, m)
+        rc = hash_range(c, &t, w, upto)
     if rc == 0 and src.n:
         sorted_ = <HSlot*>malloc(src.n * sizeof(HSlot))
         if sorted_ == NULL:
@@ -312,9 +363,13 @@ cdef int file_terms(TxnCore* c) noexcept nogil:
         else:
             for i in range(src.nslots):
                 tid = src.slots[i].id
-                if tid > w and tid <= m:
-                    sorted_[n] = src.slots[i]
-                    n += 1
+                h = src.slots[i].h
+                if tid <= w or tid > upto or h < lo or (not to_end and h >= hi):
+                    continue
+                if c.sweep_upto and tid <= c.sweep_upto and h < c.sweep_pos:
+                    continue   # filed by the sweep
+                sorted_[n] = src.slots[i]
+                n += 1
             qsort(sorted_, n, sizeof(HSlot), cmp_hslot)
             if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
                 c.bloom.valid = False   # full: built again, larger, at its next use
@@ -326,29 +381,74 @@ cdef int file_terms(TxnCore* c) noexcept nogil:
                     bloom_add(c.bloom, sorted_[i].h)
     free(sorted_)
     ht_free(&t)
-    if rc:
-        return rc
-    rc = set_filed(c, m if c.defer else FILED_ALL)
-    if rc == 0 and c.unfiled != NULL:
-        ht_reset(c.unfiled, m)
     return rc
 
-cdef int file_terms_if_due(TxnCore* c, uint32_t min_unfiled) noexcept nogil:
-    """File the unfiled ids once they are ``min_unfiled`` or more and at
-    least a quarter of the filed ones: so the filings are geometrically
-    spaced, and each t2i leaf is rewritten a bounded number of times per
-    id it holds, instead of at nearly every batch."""
+cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
+    """Every id up to ``upto`` is filed now: say so, end the sweep, and drop
+    them from the writer's table."""
+    cdef int rc
+    rc = set_filed(c, upto if c.defer else FILED_ALL)
+    if rc == 0:
+        rc = set_sweep(c, 0, 0)
+    if rc == 0 and c.unfiled != NULL and c.unfiled.valid:
+        if ht_keep_above(c.unfiled, upto):
+            c.unfiled.valid = False
+    return rc
+
+cdef int file_terms(TxnCore* c) noexcept nogil:
+    """File every unfiled id in t2i now, in hash order (each leaf is then
+    written once however many ids land in it)."""
     cdef uint32_t w, m
     cdef int rc
     rc = filed_upto(c, &w)
     if rc or w == FILED_ALL:
         return rc
     rc = last_id(c, &m)
+    if rc == 0:
+        rc = file_slice(c, w, m, 0, 0, True)
+    if rc == 0:
+        rc = all_filed_upto(c, m)
+    return rc
+
+cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
+    """At a deferring commit: once the unfiled ids are ``lag`` or more and
+    at least a quarter of the filed ones (``due``), a sweep starts for them;
+    each commit then files the slice of the hash space that keeps the sweep
+    in step with the new ids, so that it ends when ``due`` more exist.
+    Each t2i leaf is so rewritten a bounded number of times per id filed
+    (about 3 pages per 100 ids), spread over the commits."""
+    cdef uint32_t w, m, upto, due
+    cdef uint64_t target = 0
+    cdef bint done
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc == 0:
+        rc = read_sweep(c)
     if rc:
         return rc
-    if m - w >= min_unfiled and m - w >= w // 4:
-        return file_terms(c)
-    return 0
+    due = w // 4 if w // 4 > lag else lag
+    if c.sweep_upto == 0:
+        if m - w < due:
+            return 0
+        return set_sweep(c, m, 0)
+    upto = c.sweep_upto
+    done = m - upto >= due
+    if not done:
+        target = ((<uint64_t>(m - upto) << 32) // due) << 32
+        if target <= c.sweep_pos:
+            return 0
+    rc = file_slice(c, w, upto, c.sweep_pos, target, done)
+    if rc:
+        return rc
+    if not done:
+        return set_sweep(c, upto, target)
+    rc = all_filed_upto(c, upto)
+    if rc == 0 and m - upto >= (upto // 4 if upto // 4 > lag else lag):
+        rc = set_sweep(c, m, 0)   # the next generation is due already
+    return rc
 
 cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
     """Store a new term under the next id (appended to i2t) and file its

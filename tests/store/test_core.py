@@ -10,7 +10,7 @@ import rdflib
 from rdflib.compare import isomorphic
 
 from lakebench import _store
-from lakebench.store import DEFAULT_FILING_LAG, LmdbStore, ParseError, check
+from lakebench.store import LmdbStore, ParseError, check
 from lakebench.store.terms import DEFAULT_GRAPH, decode, iri
 
 G = "http://ex.org/g"
@@ -172,13 +172,14 @@ def _py_hash(term: bytes) -> int:
 def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed):
     path = tmp_path / "store"
     children = list(small_workload)[:3]
-    # A lag of 0 files every id at the batch's commit; the default leaves these unfiled.
-    with LmdbStore(path, filing_lag=0 if filed == "all filed" else DEFAULT_FILING_LAG) as store:
+    with LmdbStore(path) as store:   # too few ids to file any
         for child in children[:2]:
             store.ingest(child.ntriples, child.uri)
         with store.read() as txn:
             first_terms = txn.term_count()
-    with LmdbStore(path, filing_lag=DEFAULT_FILING_LAG) as store:
+    if filed == "all filed":
+        LmdbStore(path, log=False).close()   # a writer without the log files every id at open
+    with LmdbStore(path) as store:
         store.ingest(children[2].ntriples, children[2].uri)
         store.ingest(EVERY_KIND, G)
         expected = set(store.quads())
@@ -209,7 +210,7 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
 
 def test_check_passes_and_finds_damage(tmp_path, small_workload):
     path = tmp_path / "store"
-    with LmdbStore(path, filing_lag=0) as store:  # every id filed in t2i at the commit
+    with LmdbStore(path, log=False) as store:  # every id filed in t2i at once
         for child in list(small_workload)[:3]:
             store.ingest(child.ntriples, child.uri)
     problems = check(path)

@@ -32,7 +32,7 @@ from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free,
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
 from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._check cimport check_snapshot
-from lakebench._txncore cimport (TxnCore, ScanState, core_close_cursors, lookup_id, resolve_id, resolve_table,
+from lakebench._txncore cimport (TxnCore, SweepList, ScanState, core_close_cursors, lookup_id, resolve_id, resolve_table,
                                  merge_cache, insert_quads, delete_quads, plan_scan, scan_open, scan_next,
                                  scan_count, count_triples, FILED_ALL, filed_upto, last_id, file_terms,
                                  file_terms_step)
@@ -127,6 +127,7 @@ cdef class Environment:
     cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _txncore)
     cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _txncore)
     cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
+    cdef SweepList sweep       # the generation a sweep files, by hash (defer_filing only)
     cdef readonly bint defer_filing
     cdef readonly uint32_t filing_lag
 
@@ -137,6 +138,7 @@ cdef class Environment:
         memset(&self.cache, 0, sizeof(TTable))
         memset(&self.unfiled, 0, sizeof(HTable))
         memset(&self.bloom, 0, sizeof(Bloom))
+        memset(&self.sweep, 0, sizeof(SweepList))
 
     def __init__(self, path, *, size_t map_size=1 << 28, bint durable=True, bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
@@ -236,6 +238,8 @@ cdef class Environment:
         tt_free(&self.cache)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
+        free(self.sweep.ents)
+        memset(&self.sweep, 0, sizeof(SweepList))
         if self.wlock != NULL:
             PyThread_free_lock(self.wlock)
 
@@ -254,6 +258,8 @@ cdef class Environment:
         tt_clear(&self.cache)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
+        free(self.sweep.ents)
+        memset(&self.sweep, 0, sizeof(SweepList))
 
     @property
     def closed(self):
@@ -344,6 +350,7 @@ cdef class Txn:
         if env.defer_filing:   # one thread: every transaction may share the table
             t.core.unfiled = &env.unfiled
             t.core.bloom = &env.bloom
+            t.core.sweep_list = &env.sweep
             t.core.defer = write
         if write:
             if env.readonly:
@@ -403,10 +410,12 @@ cdef class Txn:
             if rc and self.write:
                 tt_clear(&self.env.cache)   # it may hold ids that were never committed
                 self.env.unfiled.valid = False
+                self.env.sweep.valid = False
         else:
             mdb_txn_abort(txn)
-            if self.write:
-                self.env.unfiled.valid = False   # it may hold ids that were never committed
+            if self.write:   # they may hold ids that were never committed
+                self.env.unfiled.valid = False
+                self.env.sweep.valid = False
         self.env.open_txns -= 1
         if self.write:
             self.env.writer_thread = -1

@@ -371,17 +371,68 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
                 sorted_[n] = src.slots[i]
                 n += 1
             qsort(sorted_, n, sizeof(HSlot), cmp_hslot)
-            if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
-                c.bloom.valid = False   # full: built again, larger, at its next use
-            for i in range(n):
-                rc = put_hash(c, sorted_[i].h, sorted_[i].id)
-                if rc:
-                    break
-                if c.bloom != NULL and c.bloom.valid:
-                    bloom_add(c.bloom, sorted_[i].h)
+            rc = file_sorted(c, sorted_, n)
     free(sorted_)
     ht_free(&t)
     return rc
+
+cdef int sweep_list(TxnCore* c, uint32_t w, uint32_t upto, SweepList** out) noexcept nogil:
+    """The writer's list of the generation (w, upto], by hash (built once per sweep)."""
+    cdef SweepList* L = c.sweep_list
+    cdef HTable* t
+    cdef uint32_t m, tid
+    cdef size_t i
+    cdef int rc
+    if L.valid and L.w == w and L.upto == upto:
+        out[0] = L
+        return 0
+    L.valid = False
+    rc = last_id(c, &m)
+    if rc == 0:
+        rc = unfiled_table(c, w, m, &t)
+    if rc:
+        return rc
+    free(L.ents)
+    L.n = 0
+    L.ents = <HSlot*>malloc((t.n if t.n else 1) * sizeof(HSlot))
+    if L.ents == NULL:
+        return E_NOMEM
+    for i in range(t.nslots):
+        tid = t.slots[i].id
+        if tid > w and tid <= upto:
+            L.ents[L.n] = t.slots[i]
+            L.n += 1
+    qsort(L.ents, L.n, sizeof(HSlot), cmp_hslot)
+    L.w = w
+    L.upto = upto
+    L.valid = True
+    out[0] = L
+    return 0
+
+cdef size_t first_at(SweepList* L, uint64_t h) noexcept nogil:
+    """The index of the first entry whose hash is ``h`` or more."""
+    cdef size_t lo = 0, hi = L.n, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if L.ents[mid].h < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+cdef int file_sorted(TxnCore* c, HSlot* ents, size_t n) noexcept nogil:
+    """Put ``n`` (hash, id) entries, sorted, into t2i and the Bloom filter."""
+    cdef size_t i
+    cdef int rc
+    if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
+        c.bloom.valid = False   # full: built again, larger, at its next use
+    for i in range(n):
+        rc = put_hash(c, ents[i].h, ents[i].id)
+        if rc:
+            return rc
+        if c.bloom != NULL and c.bloom.valid:
+            bloom_add(c.bloom, ents[i].h)
+    return 0
 
 cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
     """Every id up to ``upto`` is filed now: say so, end the sweep, and drop
@@ -393,6 +444,11 @@ cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
     if rc == 0 and c.unfiled != NULL and c.unfiled.valid:
         if ht_keep_above(c.unfiled, upto):
             c.unfiled.valid = False
+    if rc == 0 and c.sweep_list != NULL:
+        free(c.sweep_list.ents)
+        c.sweep_list.ents = NULL
+        c.sweep_list.n = 0
+        c.sweep_list.valid = False
     return rc
 
 cdef int file_terms(TxnCore* c) noexcept nogil:
@@ -420,6 +476,8 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     cdef uint32_t w, m, upto, due
     cdef uint64_t target = 0
     cdef bint done
+    cdef SweepList* L
+    cdef size_t start, end
     cdef int rc
     rc = filed_upto(c, &w)
     if rc or w == FILED_ALL:
@@ -440,7 +498,14 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
         target = ((<uint64_t>(m - upto) << 32) // due) << 32
         if target <= c.sweep_pos:
             return 0
-    rc = file_slice(c, w, upto, c.sweep_pos, target, done)
+    if c.sweep_list != NULL:
+        rc = sweep_list(c, w, upto, &L)
+        if rc == 0:
+            start = first_at(L, c.sweep_pos)
+            end = L.n if done else first_at(L, target)
+            rc = file_sorted(c, L.ents + start, end - start)
+    else:
+        rc = file_slice(c, w, upto, c.sweep_pos, target, done)
     if rc:
         return rc
     if not done:

@@ -7,8 +7,8 @@ The core is split by concern, one Cython module each (``ext/lakebench/``):
 ``_codec`` the byte layout (keys, entry order, term kinds, the term hash),
 ``_tables`` in-memory tables, ``_ntparser`` N-Triples -> terms,
 ``_rdfwriter`` terms -> N-Triples / Turtle, ``_check`` the checker,
-``_txncore`` a transaction's C half (term ids, index writes, scans), and
-this module.  Everything Python sees is here (re-exported where it is made).
+``_txncore`` a transaction's C half (index writes, scans), ``_termids`` its
+term ids (lookup, creation, filing them in t2i late), and this module.  Everything Python sees is here (re-exported where it is made).
 
 The byte layout of an environment is described in ``_codec``.
 
@@ -32,10 +32,10 @@ from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free,
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
 from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._check cimport check_snapshot
-from lakebench._txncore cimport (TxnCore, SweepList, ScanState, core_close_cursors, lookup_id, resolve_id, resolve_table,
-                                 merge_cache, insert_quads, delete_quads, plan_scan, scan_open, scan_next,
-                                 scan_count, count_triples, FILED_ALL, filed_upto, last_id, file_terms,
-                                 file_terms_step)
+from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
+                                 delete_quads, plan_scan, scan_open, scan_next, scan_count, count_triples)
+from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, filed_upto, last_id,
+                                 file_terms, file_terms_step)
 
 import os
 
@@ -113,7 +113,7 @@ cdef class Environment:
     ``defer_filing``: this process is the store's only writer and uses the
     environment from one thread (the write-ahead log's owner): its writes
     leave new term ids out of ``t2i`` and a commit files them once they are
-    ``filing_lag`` or more and a quarter of the filed ones (see _txncore).
+    ``filing_lag`` or more and a quarter of the filed ones (see _termids).
     Any other writer files them all at its first new term.
     """
     cdef MDB_env* env
@@ -124,8 +124,8 @@ cdef class Environment:
     cdef public int open_txns
     cdef PyThread_type_lock wlock
     cdef long writer_thread
-    cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _txncore)
-    cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _txncore)
+    cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _termids)
+    cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _termids)
     cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
     cdef SweepList sweep       # the generation a sweep files, by hash (defer_filing only)
     cdef readonly bint defer_filing

@@ -1,6 +1,6 @@
-# The C half of a transaction: term ids (lookup, creation, caches), quad
-# index writes and pattern scans, all without the GIL.  _store's Txn holds
-# one TxnCore and is its Python face.
+# The C half of a transaction: its state (TxnCore), quad index writes and
+# pattern scans, all without the GIL; its term ids are _termids'.  _store's
+# Txn holds one TxnCore and is its Python face.
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 
@@ -51,16 +51,6 @@ cdef inline int core_cursor(TxnCore* c, int db, MDB_cursor** out) noexcept nogil
     return 0
 
 cdef void core_close_cursors(TxnCore* c) noexcept nogil
-
-# term ids
-cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil
-cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil
-cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil
-cdef void merge_cache(TxnCore* c) noexcept nogil
-cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
-cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
-cdef int file_terms(TxnCore* c) noexcept nogil
-cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil
 
 # index writes
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil

@@ -1,0 +1,685 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Term ids, the half of a transaction (``TxnCore``, in ``_txncore.pxd``)
+that turns encoded terms into ids, without the GIL:
+
+* lookup: an encoded term's id through the transaction's table, the
+  environment's cache of committed terms, then ``t2i`` (comparing the stored
+  bytes, so hash collisions are told apart) and the ids not yet filed there;
+  new terms get the next id, appended to ``i2t``; a document's blank nodes
+  are relabelled per document;
+* filing ids late: a store with one writer (the write-ahead log's owner)
+  leaves new ids out of ``t2i``, whose keys are hashes (random), so that a
+  batch does not rewrite most of its leaves.  ``meta`` says up to which id
+  ``t2i`` is complete (``terms_filed``); the ids above are looked up in a
+  hash table rebuilt from ``i2t`` when needed.  Once they are due (2^20 or
+  more, and a quarter of the filed ones) a sweep files them, a slice of
+  the hash space at each commit (``terms_filing``), in step with the new
+  ids: each t2i leaf is rewritten a bounded number of times per id filed,
+  spread over the commits.  A Bloom filter of t2i's hashes spares a new
+  term the descent into t2i.
+"""
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memset
+from libc.stdlib cimport malloc, free, qsort
+
+from liblmdb cimport *
+from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, ID_SIZE, HASH_SIZE,
+                               TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL, TERM_TYPED_LITERAL,
+                               put_be32, get_be32, put_be64, get_be64, ld32, get_term, hash_bytes)
+from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, tt_term, tt_find, tt_add,
+                               tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, bloom_size,
+                               bloom_add, bloom_may_hold)
+from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL, core_cursor
+
+# Terms of the kinds worth remembering across transactions (the cache).
+cdef size_t CACHE_MAX_ENTRIES = 1 << 18
+cdef size_t CACHE_MAX_BYTES = 32 << 20
+cdef size_t CACHE_MAX_LITERAL = 48
+# The meta entry holding the last id filed in t2i (absent: every id is).
+cdef char* FILED_KEY = b"terms_filed"
+cdef size_t FILED_KEY_LEN = 11
+
+
+# ---------------------------------------------------------------- term ids
+cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil:
+    """The last id filed in t2i (FILED_ALL when every id is)."""
+    cdef MDB_val k, v
+    cdef int rc
+    if not c.filed_known:
+        k.mv_data = FILED_KEY
+        k.mv_size = FILED_KEY_LEN
+        rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+        if rc == MDB_NOTFOUND:
+            c.filed = FILED_ALL
+        elif rc:
+            return rc
+        elif v.mv_size != ID_SIZE:
+            return E_CORRUPT
+        else:
+            c.filed = get_be32(<uint8_t*>v.mv_data)
+        c.filed_known = True
+    w[0] = c.filed
+    return 0
+
+cdef int set_filed(TxnCore* c, uint32_t w) noexcept nogil:
+    """Record that ids up to ``w`` are filed (FILED_ALL: remove the entry)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[ID_SIZE]
+    cdef int rc
+    k.mv_data = FILED_KEY
+    k.mv_size = FILED_KEY_LEN
+    if w == FILED_ALL:
+        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    else:
+        put_be32(b, w)
+        v.mv_data = b
+        v.mv_size = ID_SIZE
+        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    if rc == 0:
+        c.filed = w
+        c.filed_known = True
+    return rc
+
+cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil:
+    """The highest term id in this transaction (0 when there is none)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef int rc
+    if c.next_id == 0:
+        rc = core_cursor(c, DB_I2T, &cur)
+        if rc:
+            return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+        if rc == MDB_NOTFOUND:
+            c.next_id = 1
+        elif rc:
+            return rc
+        elif k.mv_size != ID_SIZE:
+            return E_CORRUPT
+        else:
+            c.next_id = ld32(k.mv_data) + 1
+    m[0] = c.next_id - 1
+    return 0
+
+cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexcept nogil:
+    """File the hashes of ids (after, upto] in ``t``, read from i2t."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint32_t key = after + 1, tid
+    cdef int rc
+    if upto <= after:
+        return 0
+    rc = core_cursor(c, DB_I2T, &cur)
+    if rc:
+        return rc
+    k.mv_data = &key
+    k.mv_size = ID_SIZE
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)
+    while rc == 0:
+        if k.mv_size != ID_SIZE:
+            return E_CORRUPT
+        tid = ld32(k.mv_data)
+        if tid > upto:
+            break
+        if ht_add(t, hash_bytes(<uint8_t*>v.mv_data, v.mv_size), tid):
+            return E_NOMEM
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    if rc and rc != MDB_NOTFOUND:
+        return rc
+    return 0
+
+cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcept nogil:
+    """The table holding every id in (w, m], brought up to date from i2t.
+
+    Its entries are facts that never change (an id, once committed, names
+    one term forever), so a table built by one transaction serves the next
+    ones too; an id of this transaction's that was never committed only
+    makes a candidate that the comparison with i2t turns down.
+    """
+    cdef HTable* t = c.unfiled if c.unfiled != NULL else &c.own
+    cdef int rc
+    if not t.valid or t.lo > w:
+        ht_reset(t, w)
+    if t.hi < m:
+        rc = hash_range(c, t, t.hi, m)
+        if rc:
+            t.valid = False
+            return rc
+        t.hi = m
+    out[0] = t
+    return 0
+
+cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term that is not filed in t2i, or 0."""
+    cdef uint32_t w, m, tid
+    cdef HTable* t
+    cdef MDB_val v
+    cdef size_t pos = h
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc or m <= w:
+        return rc
+    rc = unfiled_table(c, w, m, &t)
+    if rc:
+        return rc
+    while True:
+        tid = ht_next(t, h, &pos)
+        if tid == 0:
+            return 0
+        if tid > m:
+            continue
+        rc = get_term(c.txn, c.dbi[DB_I2T], tid, &v)
+        if rc == 0:
+            if v.mv_size == n and memcmp(v.mv_data, p, n) == 0:
+                out[0] = tid
+                return 0
+        elif rc != MDB_NOTFOUND:
+            return rc
+
+cdef int build_bloom(TxnCore* c, Bloom* b) noexcept nogil:
+    """Fill ``b`` with every hash in t2i, sized for twice as many."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef MDB_stat st
+    cdef int rc
+    rc = mdb_stat(c.txn, c.dbi[DB_T2I], &st)
+    if rc:
+        return rc
+    rc = bloom_size(b, 2 * st.ms_entries if st.ms_entries > 32768 else 65536)
+    if rc:
+        return rc
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc == 0:
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+        while rc == 0:
+            if k.mv_size != HASH_SIZE:
+                rc = E_CORRUPT
+                break
+            bloom_add(b, get_be64(<uint8_t*>k.mv_data))
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    if rc:
+        b.valid = False
+    return rc
+
+cdef bint surely_not_filed(TxnCore* c, uint64_t h) noexcept nogil:
+    """Whether the Bloom filter says no id is filed under ``h``.  Only the
+    writer builds it: its transaction holds the newest t2i, a superset of
+    every snapshot's in the process, and ids filed later are added to it."""
+    if c.bloom == NULL:
+        return False
+    if not c.bloom.valid:
+        if not c.defer or build_bloom(c, c.bloom):
+            return False
+    return not bloom_may_hold(c.bloom, h)
+
+cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term, or 0; compares stored bytes (collision check)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v, v2
+    cdef uint8_t hk[HASH_SIZE]
+    cdef int rc
+    out[0] = 0
+    if surely_not_filed(c, h):
+        return lookup_unfiled(c, p, n, h, out)
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc:
+        return rc
+    put_be64(hk, h)
+    k.mv_data = hk
+    k.mv_size = HASH_SIZE
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY)
+    while rc == 0:
+        if v.mv_size != ID_SIZE:
+            return E_CORRUPT
+        rc = get_term(c.txn, c.dbi[DB_I2T], get_be32(<uint8_t*>v.mv_data), &v2)
+        if rc == 0:
+            if v2.mv_size == n and memcmp(v2.mv_data, p, n) == 0:
+                out[0] = get_be32(<uint8_t*>v.mv_data)
+                return 0
+        elif rc != MDB_NOTFOUND:
+            return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
+    if rc != MDB_NOTFOUND:
+        return rc
+    return lookup_unfiled(c, p, n, h, out)
+
+cdef int put_hash(TxnCore* c, uint64_t h, uint32_t tid) noexcept nogil:
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint8_t kb[HASH_SIZE]
+    cdef uint8_t ib[ID_SIZE]
+    cdef int rc
+    put_be64(kb, h)
+    put_be32(ib, tid)
+    k.mv_data = kb
+    k.mv_size = HASH_SIZE
+    v.mv_data = ib
+    v.mv_size = ID_SIZE
+    rc = core_cursor(c, DB_T2I, &cur)
+    if rc:
+        return rc
+    return mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
+
+cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
+    cdef const HSlot* x = <const HSlot*>a
+    cdef const HSlot* y = <const HSlot*>b
+    if x.h != y.h:
+        return -1 if x.h < y.h else 1
+    return (x.id > y.id) - (x.id < y.id)
+
+# A sweep files the ids (w, upto] of a generation hash range by hash range,
+# [0, pos) first, a slice at each commit: so t2i's leaves are rewritten a
+# slice at a time, in step with the new ids, instead of all at once.
+cdef char* SWEEP_KEY = b"terms_filing"
+cdef size_t SWEEP_KEY_LEN = 12
+
+cdef int read_sweep(TxnCore* c) noexcept nogil:
+    """The sweep in progress into c.sweep_upto (0: none) and c.sweep_pos."""
+    cdef MDB_val k, v
+    cdef int rc
+    if c.sweep_known:
+        return 0
+    k.mv_data = SWEEP_KEY
+    k.mv_size = SWEEP_KEY_LEN
+    rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+    if rc == MDB_NOTFOUND:
+        c.sweep_upto = 0
+        c.sweep_pos = 0
+    elif rc:
+        return rc
+    elif v.mv_size != ID_SIZE + 8:
+        return E_CORRUPT
+    else:
+        c.sweep_upto = get_be32(<uint8_t*>v.mv_data)
+        c.sweep_pos = get_be64(<uint8_t*>v.mv_data + ID_SIZE)
+    c.sweep_known = True
+    return 0
+
+cdef int set_sweep(TxnCore* c, uint32_t upto, uint64_t pos) noexcept nogil:
+    """Record the sweep (``upto`` 0: none)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[ID_SIZE + 8]
+    cdef int rc
+    k.mv_data = SWEEP_KEY
+    k.mv_size = SWEEP_KEY_LEN
+    if upto == 0:
+        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    else:
+        put_be32(b, upto)
+        put_be64(b + ID_SIZE, pos)
+        v.mv_data = b
+        v.mv_size = ID_SIZE + 8
+        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    if rc == 0:
+        c.sweep_upto = upto
+        c.sweep_pos = pos
+        c.sweep_known = True
+    return rc
+
+cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t hi, bint to_end) noexcept nogil:
+    """File in t2i, sorted, the ids in (w, upto] whose hash is in [lo, hi)
+    ([lo, 2^64) when ``to_end``) and that no sweep has filed yet."""
+    cdef uint32_t m, tid
+    cdef uint64_t h
+    cdef HTable t
+    cdef HTable* src = &t
+    cdef HSlot* sorted_ = NULL
+    cdef size_t i, n = 0
+    cdef int rc
+    rc = last_id(c, &m)
+    if rc == 0:
+        rc = read_sweep(c)
+    if rc:
+        return rc
+    memset(&t, 0, sizeof(HTable))
+    if c.unfiled != NULL:   # the writer's table already holds their hashes
+        rc = unfiled_table(c, w, m, &src)
+    else:
+        rc = hash_range(c, &t, w, upto)
+    if rc == 0 and src.n:
+        sorted_ = <HSlot*>malloc(src.n * sizeof(HSlot))
+        if sorted_ == NULL:
+            rc = E_NOMEM
+        else:
+            for i in range(src.nslots):
+                tid = src.slots[i].id
+                h = src.slots[i].h
+                if tid <= w or tid > upto or h < lo or (not to_end and h >= hi):
+                    continue
+                if c.sweep_upto and tid <= c.sweep_upto and h < c.sweep_pos:
+                    continue   # filed by the sweep
+                sorted_[n] = src.slots[i]
+                n += 1
+            qsort(sorted_, n, sizeof(HSlot), cmp_hslot)
+            rc = file_sorted(c, sorted_, n)
+    free(sorted_)
+    ht_free(&t)
+    return rc
+
+cdef int sweep_list(TxnCore* c, uint32_t w, uint32_t upto, SweepList** out) noexcept nogil:
+    """The writer's list of the generation (w, upto], by hash (built once per sweep)."""
+    cdef SweepList* L = c.sweep_list
+    cdef HTable* t
+    cdef uint32_t m, tid
+    cdef size_t i
+    cdef int rc
+    if L.valid and L.w == w and L.upto == upto:
+        out[0] = L
+        return 0
+    L.valid = False
+    rc = last_id(c, &m)
+    if rc == 0:
+        rc = unfiled_table(c, w, m, &t)
+    if rc:
+        return rc
+    free(L.ents)
+    L.n = 0
+    L.ents = <HSlot*>malloc((t.n if t.n else 1) * sizeof(HSlot))
+    if L.ents == NULL:
+        return E_NOMEM
+    for i in range(t.nslots):
+        tid = t.slots[i].id
+        if tid > w and tid <= upto:
+            L.ents[L.n] = t.slots[i]
+            L.n += 1
+    qsort(L.ents, L.n, sizeof(HSlot), cmp_hslot)
+    L.w = w
+    L.upto = upto
+    L.valid = True
+    out[0] = L
+    return 0
+
+cdef size_t first_at(SweepList* L, uint64_t h) noexcept nogil:
+    """The index of the first entry whose hash is ``h`` or more."""
+    cdef size_t lo = 0, hi = L.n, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if L.ents[mid].h < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+cdef int file_sorted(TxnCore* c, HSlot* ents, size_t n) noexcept nogil:
+    """Put ``n`` (hash, id) entries, sorted, into t2i and the Bloom filter."""
+    cdef size_t i
+    cdef int rc
+    if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
+        c.bloom.valid = False   # full: built again, larger, at its next use
+    for i in range(n):
+        rc = put_hash(c, ents[i].h, ents[i].id)
+        if rc:
+            return rc
+        if c.bloom != NULL and c.bloom.valid:
+            bloom_add(c.bloom, ents[i].h)
+    return 0
+
+cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
+    """Every id up to ``upto`` is filed now: say so, end the sweep, and drop
+    them from the writer's table."""
+    cdef int rc
+    rc = set_filed(c, upto if c.defer else FILED_ALL)
+    if rc == 0:
+        rc = set_sweep(c, 0, 0)
+    if rc == 0 and c.unfiled != NULL and c.unfiled.valid:
+        if ht_keep_above(c.unfiled, upto):
+            c.unfiled.valid = False
+    if rc == 0 and c.sweep_list != NULL:
+        free(c.sweep_list.ents)
+        c.sweep_list.ents = NULL
+        c.sweep_list.n = 0
+        c.sweep_list.valid = False
+    return rc
+
+cdef int file_terms(TxnCore* c) noexcept nogil:
+    """File every unfiled id in t2i now, in hash order (each leaf is then
+    written once however many ids land in it)."""
+    cdef uint32_t w, m
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc == 0:
+        rc = file_slice(c, w, m, 0, 0, True)
+    if rc == 0:
+        rc = all_filed_upto(c, m)
+    return rc
+
+cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
+    """At a deferring commit: once the unfiled ids are ``lag`` or more and
+    at least a quarter of the filed ones (``due``), a sweep starts for them;
+    each commit then files the slice of the hash space that keeps the sweep
+    in step with the new ids, so that it ends when ``due`` more exist.
+    Each t2i leaf is so rewritten a bounded number of times per id filed
+    (about 3 pages per 100 ids), spread over the commits."""
+    cdef uint32_t w, m, upto, due
+    cdef uint64_t target = 0
+    cdef bint done
+    cdef SweepList* L
+    cdef size_t start, end
+    cdef int rc
+    rc = filed_upto(c, &w)
+    if rc or w == FILED_ALL:
+        return rc
+    rc = last_id(c, &m)
+    if rc == 0:
+        rc = read_sweep(c)
+    if rc:
+        return rc
+    due = w // 4 if w // 4 > lag else lag
+    if c.sweep_upto == 0:
+        if m - w < due:
+            return 0
+        return set_sweep(c, m, 0)
+    upto = c.sweep_upto
+    done = m - upto >= due
+    if not done:
+        target = ((<uint64_t>(m - upto) << 32) // due) << 32
+        if target <= c.sweep_pos:
+            return 0
+    if c.sweep_list != NULL:
+        rc = sweep_list(c, w, upto, &L)
+        if rc == 0:
+            start = first_at(L, c.sweep_pos)
+            end = L.n if done else first_at(L, target)
+            rc = file_sorted(c, L.ents + start, end - start)
+    else:
+        rc = file_slice(c, w, upto, c.sweep_pos, target, done)
+    if rc:
+        return rc
+    if not done:
+        return set_sweep(c, upto, target)
+    rc = all_filed_upto(c, upto)
+    if rc == 0 and m - upto >= (upto // 4 if upto // 4 > lag else lag):
+        rc = set_sweep(c, m, 0)   # the next generation is due already
+    return rc
+
+cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """Store a new term under the next id (appended to i2t) and file its
+    hash: in t2i, or, when this transaction defers, in the unfiled table."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint32_t w, m
+    cdef HTable* t = NULL
+    cdef int rc
+    rc = last_id(c, &m)
+    if rc:
+        return rc
+    rc = filed_upto(c, &w)
+    if rc:
+        return rc
+    if c.defer:
+        if w == FILED_ALL:   # the first id left unfiled
+            rc = set_filed(c, m)
+            if rc:
+                return rc
+            w = m
+        rc = unfiled_table(c, w, m, &t)
+        if rc:
+            return rc
+    elif w != FILED_ALL:     # a writer that does not defer files the others' first
+        rc = file_terms(c)
+        if rc:
+            return rc
+    if c.next_id == 0xFFFFFFFFU:
+        return E_IDS
+    k.mv_data = &c.next_id
+    k.mv_size = ID_SIZE
+    v.mv_data = <void*>p
+    v.mv_size = n
+    rc = core_cursor(c, DB_I2T, &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+    if rc:
+        return rc
+    if t != NULL:
+        if ht_add(t, h, c.next_id):
+            return E_NOMEM
+        t.hi = c.next_id
+    else:
+        rc = put_hash(c, h, c.next_id)
+        if rc:
+            return rc
+    out[0] = c.next_id
+    c.next_id += 1
+    return 0
+
+cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil:
+    """Term -> id through the transaction's table, the cache, then LMDB (write transactions)."""
+    cdef Py_ssize_t i
+    cdef int rc
+    i = tt_find(&c.seen, p, n, h)
+    if i >= 0:
+        out[0] = c.seen.ents[i].id
+        return 0
+    i = tt_find(c.cache, p, n, h)   # safe: we hold the writer lock
+    if i >= 0:
+        out[0] = c.cache.ents[i].id
+    else:
+        rc = lookup_id(c, p, n, h, out)
+        if rc:
+            return rc
+        if out[0] == 0:
+            if not create:
+                return 0
+            rc = create_id(c, p, n, h, out)
+            if rc:
+                return rc
+    if tt_add(&c.seen, p, n, h, out[0], 0) < 0:
+        return E_NOMEM
+    return 0
+
+cdef int next_bnode_doc(TxnCore* c, uint64_t* out) noexcept nogil:
+    """Next number of the per-document blank node counter (in ``meta``)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[8]
+    cdef uint64_t doc = 0
+    cdef int rc
+    k.mv_data = <char*>b"bnode_docs"
+    k.mv_size = 10
+    rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+    if rc == 0 and v.mv_size == 8:
+        doc = get_be64(<uint8_t*>v.mv_data)
+    elif rc and rc != MDB_NOTFOUND:
+        return rc
+    doc += 1
+    put_be64(b, doc)
+    v.mv_data = b
+    v.mv_size = 8
+    rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    out[0] = doc
+    return rc
+
+cdef inline int hex_digits(char* out, uint64_t x) noexcept nogil:
+    cdef char tmp[16]
+    cdef int n = 0, i
+    cdef const char* digits = b"0123456789abcdef"
+    while True:
+        tmp[n] = digits[x & 15]
+        n += 1
+        x >>= 4
+        if x == 0:
+            break
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+cdef inline int dec_digits(char* out, uint32_t x) noexcept nogil:
+    cdef char tmp[12]
+    cdef int n = 0, i
+    while True:
+        tmp[n] = <char>(48 + x % 10)
+        n += 1
+        x //= 10
+        if x == 0:
+            break
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil:
+    """Resolve (creating) every term of a document table into ids[]."""
+    cdef size_t i
+    cdef int rc, k
+    cdef uint64_t doc = 0
+    cdef const uint8_t* p
+    cdef char num[48]
+    cdef uint32_t ordinal
+    for i in range(t.n):
+        p = tt_term(t, i)
+        if t.ents[i].flags & TF_BLANK:
+            if doc == 0:
+                rc = next_bnode_doc(c, &doc)
+                if rc:
+                    return rc
+            # label "lb<doc hex>n<ordinal>"
+            ordinal = get_be32(p + 1)
+            k = 0
+            num[k] = TERM_BLANK; k += 1
+            num[k] = 108; k += 1
+            num[k] = 98; k += 1
+            k += hex_digits(num + k, doc)
+            num[k] = 110; k += 1
+            k += dec_digits(num + k, ordinal)
+            rc = resolve_id(c, <const uint8_t*>num, k, hash_bytes(<const uint8_t*>num, k), True, &ids[i])
+        else:
+            rc = resolve_id(c, p, t.ents[i].len, t.ents[i].h, True, &ids[i])
+        if rc:
+            return rc
+    return 0
+
+cdef void merge_cache(TxnCore* c) noexcept nogil:
+    """Remember this transaction's IRIs and short literals in the environment
+    (called just before a write commits; the cache is cleared if it fails)."""
+    cdef TTable* cache = c.cache
+    cdef TTable* s = &c.seen
+    cdef size_t i
+    cdef const uint8_t* t
+    cdef TEntry* e
+    if cache.n + s.n > CACHE_MAX_ENTRIES or cache.arena.n + s.arena.n > CACHE_MAX_BYTES:
+        tt_clear(cache)
+    for i in range(s.n):
+        e = &s.ents[i]
+        t = tt_term(s, i)
+        if t[0] == TERM_LITERAL or t[0] == TERM_LANG_LITERAL or t[0] == TERM_TYPED_LITERAL:
+            if e.len > CACHE_MAX_LITERAL:
+                continue
+        elif t[0] != TERM_IRI:
+            continue
+        if tt_find(cache, t, e.len, e.h) < 0:
+            if tt_add(cache, t, e.len, e.h, e.id, 0) < 0:
+                tt_clear(cache)
+                return
+
+

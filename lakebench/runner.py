@@ -258,6 +258,9 @@ def _measure(system, scenario, spec: dict, events: _Events) -> dict:
     events.send("phase", phase="close")
     system.close()
     record["disk_bytes"] = directory_bytes(disk_path)
+    internals = system.internals()
+    if internals:
+        record["internals"] = internals
     if in_process:
         record["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return record

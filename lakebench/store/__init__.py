@@ -44,6 +44,7 @@ import logging
 import os
 import struct
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -77,17 +78,21 @@ __all__ = [
 DEFAULT_MAP_SIZE = 256 << 20
 _MAX_GROWTHS = 24
 #: A batch is committed after this many logged writes, or this many bytes of log.
-#: 1,024: at 30,000 children a batch's commit dirties most leaves of the hash
-#: and object indexes whatever its size, so larger batches amortize it
-#: (per child 0.96 ms at 256, 0.73 at 1,024, 0.68 at 4,096, nosync 0.51),
-#: for about 170 MB of dirty pages held in memory until the commit.
+#: 1,024 was chosen when a batch's commit rewrote most leaves of the hash index
+#: t2i whatever its size (at 30,000 children, per child 0.96 ms at 256, 0.73 at
+#: 1,024, 0.68 at 4,096, nosync 0.51), for about 170 MB of dirty pages held in
+#: memory until the commit.  Since ids are filed late, a batch of 1,024 of
+#: those children writes about 9,400 pages, nearly all of them new data, and
+#: 600 to 4,500 more of t2i while a sweep runs (measured up to 70,000
+#: children; docs/store.rst).
 DEFAULT_BATCH_WRITES = 1024
 DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random
 #: keys made each batch commit rewrite most of its leaves) until a commit
-#: finds this many or more, and at least a quarter of those filed; they are
-#: then filed together, sorted (docs/store.rst).  2^20 ids: about 10,000
-#: children of the seed workload, and 32 MB for the table that finds them.
+#: finds this many or more, and at least a quarter of those filed; a sweep
+#: then files them, a slice of t2i at each commit (docs/store.rst).  2^20
+#: ids: about 10,000 children of the seed workload, and 16 to 32 MB for the
+#: table that finds them.
 DEFAULT_FILING_LAG = 1 << 20
 #: The meta key holding the sequence number of the last log record in the store.
 _APPLIED = "wal_seq"
@@ -104,6 +109,19 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 class NoSpaceError(StoreError):
     """A write failed for lack of disk space; nothing of it was kept, and the
     store stays readable and writable once space is freed."""
+
+
+def _thread_bytes_written() -> int | None:
+    """Bytes this thread has passed to write calls (Linux's per-thread I/O
+    counters), or None: around a commit, the pages LMDB wrote for it."""
+    try:
+        with open("/proc/thread-self/io", "rb") as f:
+            for line in f:
+                if line.startswith(b"wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
 
 
 def no_space(exc: BaseException) -> bool:
@@ -154,6 +172,7 @@ class LmdbStore:
         self._writing = False             # a write's op is running (writes do not nest)
         self._user: list | None = None    # changes of a begin()..commit() transaction (log mode)
         self._seq = 0                     # the last sequence number logged
+        self._commits = {"count": 0, "seconds": 0.0, "max_seconds": 0.0, "pages_written": 0}
         self.batch_writes = max(1, batch_writes)
         self.batch_bytes = batch_bytes
         self.env = None
@@ -408,6 +427,7 @@ class LmdbStore:
             raise StoreError("a pending transaction is open")
         self._check_owner()
         self._batch = None
+        written, started = _thread_bytes_written(), time.perf_counter()
         try:
             batch.set_meta(_APPLIED, _SEQ.pack(self._seq))
             batch.commit()
@@ -420,9 +440,32 @@ class LmdbStore:
             except Exception:
                 pass  # still stale: the next read or write tries again
             raise
+        self._count_commit(time.perf_counter() - started, written)
         self._batch_records = 0
         self._log.reset()
         self._maybe_grow()
+
+    def _count_commit(self, seconds: float, written_before: int | None) -> None:
+        stats = self._commits
+        stats["count"] += 1
+        stats["seconds"] += seconds
+        stats["max_seconds"] = max(stats["max_seconds"], seconds)
+        written_after = _thread_bytes_written()
+        if stats["pages_written"] is not None and written_before is not None and written_after is not None:
+            stats["pages_written"] += (written_after - written_before) // self.env.info()["page_size"]
+        else:
+            stats["pages_written"] = None
+
+    @property
+    def batch_commits(self) -> dict:
+        """The batch commits so far (log mode): how many, their seconds (total
+        and the longest) and the pages LMDB wrote for them (None where the OS
+        does not count a thread's writes).  The pages per commit are the cost
+        of a durable commit to watch (docs/store.rst)."""
+        stats = dict(self._commits)
+        stats["seconds"] = round(stats["seconds"], 6)
+        stats["max_seconds"] = round(stats["max_seconds"], 6)
+        return stats
 
     def _abort_batch(self) -> None:
         batch, self._batch = self._batch, None

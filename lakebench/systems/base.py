@@ -165,6 +165,12 @@ class System:
         than the workload's when a budget stopped the ingest; None: all)."""
         return None
 
+    def internals(self) -> dict | None:
+        """What the system reports of its own work, recorded as ``internals``
+        (the in-process LMDB store: its batch commits); None when nothing.
+        Read after :meth:`close`."""
+        return None
+
     def pid(self) -> int:
         """The process whose CPU and memory are the system's cost."""
         return os.getpid()

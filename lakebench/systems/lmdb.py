@@ -82,6 +82,7 @@ class LmdbSystem(System):
             txn.add([(graph, iri(predicate), literal(new), graph) for predicate, _, new in replacements])
 
         self.store.write(change)
+
     def query(self, sparql: str) -> list[tuple]:
         """rdflib's SPARQL engine over this store, through its rdflib plugin (lakebench.store.plugin)."""
         if getattr(self, "_sparql", None) is None:
@@ -101,7 +102,12 @@ class LmdbSystem(System):
     def close(self) -> None:
         store, self.store = getattr(self, "store", None), None
         if store is not None:
-            store.close()
+            store.close()   # commits the last batch
+            self._batch_commits = store.batch_commits
+
+    def internals(self) -> dict | None:
+        commits = getattr(self, "_batch_commits", None)
+        return {"batch_commits": commits} if commits else None
 
 
 class LmdbNosyncSystem(LmdbSystem):

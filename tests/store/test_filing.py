@@ -185,3 +185,15 @@ def test_reads_through_the_default_graph_find_unfiled_ids(tmp_path):
         store.close()
     with LmdbStore(tmp_path / "s") as store:
         assert store.quads(s=iri("http://ex.org/a")) == [(iri("http://ex.org/a"), P, literal("x"), DEFAULT_GRAPH)]
+
+
+def test_the_store_counts_its_batch_commits_and_their_pages(tmp_path):
+    with LmdbStore(tmp_path / "s", batch_writes=4) as store:
+        for i in range(10):
+            store.add(_quads(5, start=5 * i))
+        before_close = store.batch_commits
+    after = store.batch_commits
+    assert before_close["count"] == 2 and after["count"] == 3   # 4 + 4 writes, then the rest at close
+    assert 0 < after["max_seconds"] <= after["seconds"]
+    # each commit writes at least the pages it changed and a meta page (Linux counts them)
+    assert after["pages_written"] is None or after["pages_written"] >= 3 * 2

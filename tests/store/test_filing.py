@@ -197,3 +197,32 @@ def test_the_store_counts_its_batch_commits_and_their_pages(tmp_path):
     assert 0 < after["max_seconds"] <= after["seconds"]
     # each commit writes at least the pages it changed and a meta page (Linux counts them)
     assert after["pages_written"] is None or after["pages_written"] >= 3 * 2
+
+
+def test_check_follows_a_sweep_and_finds_its_mark_damaged(tmp_path):
+    """Mid-sweep, t2i holds the filed ids and those of the sweep's first
+    hashes, no others; a sweep mark beyond the last id is a problem."""
+    path = tmp_path / "s"
+    with LmdbStore(path, filing_lag=64, batch_writes=2) as store:
+        for i in range(30):
+            store.add(_quads(10, start=10 * i))
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    meta = env.open_db(b"meta", create=False)
+    with env.begin() as txn:
+        sweep = txn.get(b"terms_filing", db=meta)
+        filed = struct.unpack(">I", txn.get(b"terms_filed", db=meta))[0]
+    env.close()
+    upto, position = struct.unpack(">IQ", sweep)   # these 30 writes stop mid-sweep
+    summary = _summary(path)
+    # t2i holds the filed ids and some of the sweep's, and check agrees with it
+    assert filed < summary["hash_entries"] < upto and 0 < position
+    assert summary["hash_entries"] + summary["unfiled_terms"] == summary["terms"]
+    with LmdbStore(path, filing_lag=64, batch_writes=2) as store:   # the sweep goes on after a reopen
+        assert all(store.count(o=literal(f"value {i}")) == 1 for i in range(0, 300, 7))
+        for i in range(30, 40):
+            store.add(_quads(10, start=10 * i))
+        assert store.add(_quads(10, start=5)) == 0    # known terms, swept or not: no new id
+    assert _summary(path)["hash_entries"] > summary["hash_entries"]
+    problems = _damage(path, lambda txn, dbs: txn.put(b"terms_filing", struct.pack(">IQ", 10**6, position),
+                                                      db=dbs["meta"]))
+    assert any(p.startswith("meta: terms_filing is damaged (the sweep's last id 1000000") for p in problems)

@@ -15,26 +15,14 @@ from lakebench._codec import KIND_LANG_LITERAL as KIND_LANG_LITERAL
 from lakebench._codec import KIND_LITERAL as KIND_LITERAL
 from lakebench._codec import KIND_TYPED_LITERAL as KIND_TYPED_LITERAL
 from lakebench._codec import hash_term as hash_term
+from lakebench._errors import LmdbError as LmdbError
+from lakebench._errors import MapFullError as MapFullError
+from lakebench._errors import ParseError as ParseError
+from lakebench._errors import StoreError as StoreError
 from lakebench._ntparser import PARSE_MESSAGES as PARSE_MESSAGES
 from lakebench._rdfwriter import render_ntriples_term as render_ntriples_term
 
 _Quad = tuple[bytes, bytes, bytes, bytes]
-
-class StoreError(Exception): ...
-
-class LmdbError(StoreError):
-    code: int
-    def __init__(self, code: int, what: str) -> None: ...
-
-class MapFullError(LmdbError): ...
-
-class ParseError(StoreError, ValueError):
-    message: str
-    position: int | None
-    line: int | None
-    column: int | None
-    def __init__(self, message: str, position: int | None = ..., line: int | None = ...,
-                 column: int | None = ...) -> None: ...
 
 def lmdb_version() -> str: ...
 

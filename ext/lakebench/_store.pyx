@@ -7,6 +7,7 @@ The core is split by concern, one Cython module each (``ext/lakebench/``):
 ``_codec`` the byte layout (keys, entry order, term kinds, the term hash),
 ``_tables`` in-memory tables, ``_ntparser`` N-Triples -> terms,
 ``_rdfwriter`` terms -> N-Triples / Turtle, ``_check`` the checker,
+``_errors`` the errors and the one place LMDB's return codes become them,
 ``_txncore`` a transaction's C half (index writes, scans), ``_termids`` its
 term ids (lookup, creation, filing them in t2i late), and this module.  Everything Python sees is here (re-exported where it is made).
 
@@ -24,14 +25,14 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_NOMEM, E_PARSE,
-                               E_IDS, E_CORRUPT, E_TERM, put_be32, get_be32, get_term, hash_bytes,
-                               check_term)
+from lakebench._codec cimport (DB_META, DB_I2T, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, put_be32,
+                               get_be32, get_term, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
                                ht_free, bloom_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
 from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._check cimport check_snapshot
+from lakebench._errors cimport raise_rc
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
                                  delete_quads, plan_scan, scan_open, scan_next, scan_count, count_triples)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, filed_upto, last_id,
@@ -42,58 +43,9 @@ import os
 # Made by the modules that own them; Python reads them here.
 from lakebench._codec import (FORMAT_VERSION, DB_NAMES, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
                               KIND_LANG_LITERAL, KIND_TYPED_LITERAL, hash_term)
+from lakebench._errors import StoreError, LmdbError, MapFullError, ParseError
 from lakebench._ntparser import PARSE_MESSAGES
 from lakebench._rdfwriter import render_ntriples_term
-
-
-class StoreError(Exception):
-    """Base class of the store's errors."""
-
-
-class LmdbError(StoreError):
-    """An LMDB call failed; ``code`` is LMDB's return code."""
-
-    def __init__(self, code, what):
-        self.code = code
-        super().__init__(f"{what}: {_strerror(code)}")
-
-
-class MapFullError(LmdbError):
-    """The memory map is full; the transaction was aborted, nothing written."""
-
-
-class ParseError(StoreError, ValueError):
-    """Malformed RDF: ``position`` (byte offset), ``line`` and ``column`` (1-based)."""
-
-    def __init__(self, message, position=None, line=None, column=None):
-        self.message = message
-        self.position = position
-        self.line = line
-        self.column = column
-        where = "" if line is None else f" at line {line}, column {column}"
-        if position is not None:
-            where += f" (byte {position})"
-        super().__init__(f"{message}{where}")
-
-
-def _strerror(int code):
-    if code == E_NOMEM:
-        return "out of memory"
-    if code == E_IDS:
-        return "term id space exhausted (2**32 - 2 terms)"
-    if code == E_CORRUPT:
-        return "corrupted entry (unexpected key or value size)"
-    if code == E_TERM:
-        return "invalid encoded term"
-    return mdb_strerror(code).decode("utf-8", "replace") + f" ({code})"
-
-
-cdef int raise_rc(int rc, str what) except -1:
-    if rc == MDB_MAP_FULL:
-        raise MapFullError(rc, what)
-    if rc == E_NOMEM:
-        raise MemoryError(what)
-    raise LmdbError(rc, what)
 
 
 def lmdb_version():

@@ -14,8 +14,11 @@ keys of ``i2t``):
 ``graphs`` graph id (4 bytes) -> empty: graphs declared even while empty
 ``t2i``   64-bit term hash (8 bytes) -> term id (4 bytes), DUPSORT|DUPFIXED:
           several ids under one hash are collisions, told apart by comparing
-          the stored terms.  It holds every id up to ``terms_filed`` and none
-          above (every id when that entry is absent).
+          the stored terms.  It holds every id up to ``terms_filed`` (every
+          id when that entry is absent) and, while a sweep files the ids
+          above it (``terms_filing``: its last id and hash position), those
+          up to the sweep's last id whose hash is below its position; no
+          other.
 ``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
           compare for the hot id -> term lookups) -> encoded term; ids are
           sequential from 1 and appended, so pages are full.

@@ -81,6 +81,7 @@ cdef class Environment:
     cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
     cdef SweepList sweep       # the generation a sweep files, by hash (defer_filing only)
     cdef readonly bint defer_filing
+    cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
 
     def __cinit__(self):
@@ -102,6 +103,7 @@ cdef class Environment:
         self.durable = durable
         self.readonly = readonly
         self.defer_filing = defer_filing and not readonly
+        self.filing_thread = <long>PyThread_get_thread_ident()
         self.filing_lag = filing_lag
         if not durable:
             flags |= MDB_NOSYNC
@@ -299,11 +301,14 @@ cdef class Txn:
         t.write = write
         t.core.dbi = env.dbi
         t.core.cache = &env.cache
-        if env.defer_filing:   # one thread: every transaction may share the table
+        if env.defer_filing and PyThread_get_thread_ident() == env.filing_thread:
+            # The tables are shared by the transactions of the thread that
+            # opened the environment (the log's owner uses one); another
+            # thread's transaction builds its own and goes without the rest.
             t.core.unfiled = &env.unfiled
             t.core.bloom = &env.bloom
             t.core.sweep_list = &env.sweep
-            t.core.defer = write
+        t.core.defer = write and env.defer_filing
         if write:
             if env.readonly:
                 raise StoreError("the environment is read-only")
@@ -812,13 +817,13 @@ cdef class Txn:
         return PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
 
     def set_meta(self, str name, bytes value not None):
-        """Store ``value`` under ``name`` in ``meta`` (``format`` and ``bnode_docs``
-        belong to the core and cannot be set)."""
+        """Store ``value`` under ``name`` in ``meta`` (``format``, ``bnode_docs``,
+        ``terms_filed`` and ``terms_filing`` belong to the core and cannot be set)."""
         cdef MDB_val k, v
         cdef int rc
         cdef bytes key = name.encode()
         self._require_write()
-        if name in ("format", "bnode_docs") or not key:
+        if name in ("format", "bnode_docs", "terms_filed", "terms_filing") or not key:
             raise ValueError(f"meta key {name!r} is reserved")
         k.mv_data = <char*>key
         k.mv_size = len(key)
@@ -844,8 +849,9 @@ cdef class Txn:
     def check(self, size_t max_problems=100):
         """Verify the store: ``(problems, summary)``, problems empty when consistent.
 
-        Every term is filed under its hash and every hash entry points to a
-        term with that hash; no term is stored twice; every quad of ``spoc``
+        Every filed term (up to ``terms_filed``, and those a sweep filed) is
+        under its hash in ``t2i`` and no other term is; every hash entry
+        points to a term with that hash; no term is stored twice; every quad of ``spoc``
         is in the three other indices, which hold as many entries; every id
         in a quad names a stored term (``_check``).
         """

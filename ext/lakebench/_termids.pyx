@@ -417,6 +417,8 @@ cdef int file_sorted(TxnCore* c, HSlot* ents, size_t n) noexcept nogil:
         c.bloom.valid = False   # full: built again, larger, at its next use
     for i in range(n):
         rc = put_hash(c, ents[i].h, ents[i].id)
+        if rc == MDB_KEYEXIST:
+            rc = 0   # filed already (a filing undone and done again, or damage check names)
         if rc:
             return rc
         if c.bloom != NULL and c.bloom.valid:
@@ -477,6 +479,8 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     if rc:
         return rc
     due = w // 4 if w // 4 > lag else lag
+    if due == 0:
+        due = 1
     if c.sweep_upto == 0:
         if m - w < due:
             return 0
@@ -500,7 +504,7 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     if not done:
         return set_sweep(c, upto, target)
     rc = all_filed_upto(c, upto)
-    if rc == 0 and m - upto >= (upto // 4 if upto // 4 > lag else lag):
+    if rc == 0 and m - upto >= max(upto // 4, lag, 1):
         rc = set_sweep(c, m, 0)   # the next generation is due already
     return rc
 

@@ -91,8 +91,8 @@ DEFAULT_BATCH_BYTES = 64 << 20
 #: keys made each batch commit rewrite most of its leaves) until a commit
 #: finds this many or more, and at least a quarter of those filed; a sweep
 #: then files them, a slice of t2i at each commit (docs/store.rst).  2^20
-#: ids: about 10,000 children of the seed workload, and 16 to 32 MB for the
-#: table that finds them.
+#: ids: about 10,000 children of the seed workload.  The table that finds
+#: them holds up to twice as many (16 to 32 bytes each) before a sweep ends.
 DEFAULT_FILING_LAG = 1 << 20
 #: The meta key holding the sequence number of the last log record in the store.
 _APPLIED = "wal_seq"

@@ -226,3 +226,80 @@ def test_check_follows_a_sweep_and_finds_its_mark_damaged(tmp_path):
     problems = _damage(path, lambda txn, dbs: txn.put(b"terms_filing", struct.pack(">IQ", 10**6, position),
                                                       db=dbs["meta"]))
     assert any(p.startswith("meta: terms_filing is damaged (the sweep's last id 1000000") for p in problems)
+
+
+RACE = """
+import sys, threading, time
+from lakebench._store import Environment
+from lakebench.store.terms import iri, literal
+env = Environment(sys.argv[1], defer_filing=True, durable=False, map_size=1 << 30)
+G, P = iri("http://ex.org/g"), iri("http://ex.org/p")
+with env.begin(write=True) as w:
+    w.add([(iri(f"http://ex.org/s{i}"), P, literal(f"v{i}"), G) for i in range(5000)])
+stop, missed = False, []
+def reader():
+    while not stop:
+        with env.begin() as r:
+            missed.extend(i for i in range(0, 5000, 499) if r.term_id(literal(f"v{i}")) == 0)
+            r.term_id(literal("absent"))
+t = threading.Thread(target=reader)
+t.start()
+k, end = 5000, time.time() + 3
+while time.time() < end:
+    w = env.begin(write=True)
+    w.add([(iri(f"http://ex.org/s{i}"), P, literal(f"v{i}"), G) for i in range(k, k + 2000)])
+    k += 2000
+    w.abort() if k % 8000 == 0 else w.commit()
+stop = True
+t.join()
+print(len(missed))
+"""
+
+
+def test_another_thread_reads_safely_while_the_owner_writes(tmp_path):
+    """The owner's tables are its own thread's: another thread's reads built
+    their own (sharing them was a segfault within seconds)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", RACE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "0"
+
+
+def test_a_stray_hash_entry_does_not_stop_the_commits(tmp_path):
+    """An unfiled id already in t2i (damage check names) is taken as filed
+    when the sweep reaches it, instead of failing every commit after."""
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.add(_quads(40))
+    last = _summary(path)["terms"]
+
+    def file_the_last(txn, dbs):
+        term = txn.get(struct.pack("=I", last), db=dbs["i2t"])
+        txn.put(struct.pack(">Q", _store.hash_term(term)), struct.pack(">I", last), db=dbs["t2i"])
+
+    assert any("in t2i, though not filed" in p for p in _damage(path, file_the_last))
+    with LmdbStore(path, filing_lag=8, batch_writes=1) as store:
+        for i in range(1, 12):
+            store.add(_quads(10, start=40 * i))
+        assert store.batch_commits["count"] == 11
+    LmdbStore(path, log=False).close()   # files every id, the stray one included
+    summary = _summary(path)
+    assert summary["unfiled_terms"] == 0 and summary["hash_entries"] == summary["terms"]
+
+
+def test_a_lag_of_zero_on_a_tiny_store_is_consistent(tmp_path):
+    with LmdbStore(tmp_path / "s", filing_lag=0, batch_writes=1) as store:
+        for i in range(3):
+            store.add([(iri(f"http://ex.org/s{i}"), P, literal("x"), G)])
+    _summary(tmp_path / "s")
+
+
+def test_the_filing_marks_cannot_be_set_through_set_meta(tmp_path):
+    env = _store.Environment(tmp_path)
+    with env.begin(write=True) as txn:
+        for name in ("terms_filed", "terms_filing"):
+            with pytest.raises(ValueError, match="reserved"):
+                txn.set_meta(name, b"\0\0\0\1")
+    env.close()

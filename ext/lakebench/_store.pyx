@@ -9,7 +9,8 @@ The core is split by concern, one Cython module each (``ext/lakebench/``):
 ``_rdfwriter`` terms -> N-Triples / Turtle, ``_check`` the checker,
 ``_errors`` the errors and the one place LMDB's return codes become them,
 ``_txncore`` a transaction's C half (index writes, scans), ``_termids`` its
-term ids (lookup, creation, filing them in t2i late), and this module.  Everything Python sees is here (re-exported where it is made).
+term ids (lookup, creation, filing them in t2i late), and this module.
+Everything Python sees is here (re-exported where it is made).
 
 The byte layout of an environment is described in ``_codec``.
 

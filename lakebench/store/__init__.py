@@ -83,8 +83,8 @@ _MAX_GROWTHS = 24
 #: 1,024, 0.68 at 4,096, nosync 0.51), for about 170 MB of dirty pages held in
 #: memory until the commit.  Since ids are filed late, a batch of 1,024 of
 #: those children writes about 9,400 pages, nearly all of them new data, and
-#: 600 to 4,500 more of t2i while a sweep runs (measured up to 70,000
-#: children; docs/store.rst).
+#: t2i's sweep about 2,300 more on average at 100,000 children
+#: (docs/performance.rst, "Durable writes at scale").
 DEFAULT_BATCH_WRITES = 1024
 DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random

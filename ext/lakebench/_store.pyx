@@ -36,8 +36,8 @@ from lakebench._check cimport check_snapshot
 from lakebench._errors cimport raise_rc
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
                                  delete_quads, plan_scan, scan_open, scan_next, scan_count, count_triples)
-from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, filed_upto, last_id,
-                                 file_terms, file_terms_step)
+from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
+                                 file_terms_step)
 
 import os
 
@@ -158,20 +158,14 @@ cdef class Environment:
             k.mv_data = <char*>b"format"
             k.mv_size = 6
             rc = mdb_get(txn, self.dbi[DB_META], &k, &v)
-            if rc == MDB_NOTFOUND and not self.readonly:
-                put_be32(ver, FORMAT_VERSION)
-                v.mv_data = ver
-                v.mv_size = 4
-                rc = mdb_put(txn, self.dbi[DB_META], &k, &v, 0)
-                if rc:
-                    raise_rc(rc, "writing the format version")
-            elif rc:
+            if rc and (rc != MDB_NOTFOUND or self.readonly):
                 raise_rc(rc, "reading the format version")
-            elif v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) not in (1, FORMAT_VERSION):
+            if rc == 0 and (v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) not in (1, FORMAT_VERSION)):
                 raise StoreError(f"{self.path!r}: unsupported store format")
-            elif get_be32(<uint8_t*>v.mv_data) == 1 and not self.readonly:
-                # Format 2 may leave ids out of t2i (the ``terms_filed`` entry),
-                # which a reader of format 1 would not know: mark it before any write.
+            # A new store gets the version; format 2 may leave ids out of t2i
+            # (the ``terms_filed`` entry), which a reader of format 1 would not
+            # know, so a writable open marks a format-1 store before any write.
+            if not self.readonly and (rc == MDB_NOTFOUND or get_be32(<uint8_t*>v.mv_data) == 1):
                 put_be32(ver, FORMAT_VERSION)
                 v.mv_data = ver
                 v.mv_size = 4
@@ -656,9 +650,7 @@ cdef class Txn:
         cdef int rc
         self._live()
         with nogil:
-            rc = filed_upto(&self.core, &w)
-            if rc == 0 and w != FILED_ALL:
-                rc = last_id(&self.core, &m)
+            rc = unfiled_span(&self.core, &w, &m)
         if rc:
             raise_rc(rc, "reading the filed terms")
         return 0 if w == FILED_ALL or m <= w else m - w

@@ -8,7 +8,6 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
 cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil
 cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil
 cdef void merge_cache(TxnCore* c) noexcept nogil
-cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
-cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
+cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil
 cdef int file_terms(TxnCore* c) noexcept nogil
 cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil

@@ -103,6 +103,15 @@ cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil:
     m[0] = c.next_id - 1
     return 0
 
+cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil:
+    """The ids that are not all filed: (w, m]; ``w`` is FILED_ALL (and ``m``
+    0) when every id is."""
+    cdef int rc = filed_upto(c, w)
+    m[0] = 0
+    if rc == 0 and w[0] != FILED_ALL:
+        rc = last_id(c, m)
+    return rc
+
 cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexcept nogil:
     """File the hashes of ids (after, upto] in ``t``, read from i2t."""
     cdef MDB_cursor* cur
@@ -158,11 +167,8 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
     cdef MDB_val v
     cdef size_t pos = h
     cdef int rc
-    rc = filed_upto(c, &w)
-    if rc or w == FILED_ALL:
-        return rc
-    rc = last_id(c, &m)
-    if rc or m <= w:
+    rc = unfiled_span(c, &w, &m)
+    if rc or w == FILED_ALL or m <= w:
         return rc
     rc = unfiled_table(c, w, m, &t)
     if rc:
@@ -447,12 +453,10 @@ cdef int file_terms(TxnCore* c) noexcept nogil:
     written once however many ids land in it)."""
     cdef uint32_t w, m
     cdef int rc
-    rc = filed_upto(c, &w)
+    rc = unfiled_span(c, &w, &m)
     if rc or w == FILED_ALL:
         return rc
-    rc = last_id(c, &m)
-    if rc == 0:
-        rc = file_slice(c, w, m, 0, 0, True)
+    rc = file_slice(c, w, m, 0, 0, True)
     if rc == 0:
         rc = all_filed_upto(c, m)
     return rc
@@ -470,12 +474,10 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     cdef SweepList* L
     cdef size_t start, end
     cdef int rc
-    rc = filed_upto(c, &w)
+    rc = unfiled_span(c, &w, &m)
     if rc or w == FILED_ALL:
         return rc
-    rc = last_id(c, &m)
-    if rc == 0:
-        rc = read_sweep(c)
+    rc = read_sweep(c)
     if rc:
         return rc
     due = w // 4 if w // 4 > lag else lag

@@ -3,6 +3,7 @@
 FORMAT_VERSION: int
 DB_NAMES: tuple[str, ...]
 INDEX_ORDER: dict[str, str]
+ID_LITERAL_BIT: int
 KIND_IRI: bytes
 KIND_BLANK: bytes
 KIND_LITERAL: bytes

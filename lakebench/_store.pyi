@@ -8,6 +8,7 @@ from typing_extensions import disjoint_base
 
 from lakebench._codec import DB_NAMES as DB_NAMES
 from lakebench._codec import FORMAT_VERSION as FORMAT_VERSION
+from lakebench._codec import ID_LITERAL_BIT as ID_LITERAL_BIT
 from lakebench._codec import INDEX_ORDER as INDEX_ORDER
 from lakebench._codec import KIND_BLANK as KIND_BLANK
 from lakebench._codec import KIND_IRI as KIND_IRI

@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The checker of the store core: verifies one snapshot of a store.
 
-Every term is valid and filed under its own hash (up to ``meta``'s
+Every term is valid, in the table of its kind (``i2l`` holds literals
+under ids with the literal bit, ``i2t`` the other ids), and filed under its own hash (up to ``meta``'s
 ``terms_filed``, and those a sweep filed; the other ids are in no hash
 entry), every hash entry
 names a term with that hash, no term is stored twice, every quad of ``spoc`` is in
@@ -22,7 +23,8 @@ from libc.stdlib cimport calloc, free
 
 from liblmdb cimport *
 from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
-from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_SPOC, DB_CSPO, IX_SPOC, Quad, put_be32,
+from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
+                               DB_SPOC, DB_CSPO, IX_SPOC, Quad, put_be32,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
                                valid_term, get_term, hash_bytes)
 
@@ -35,8 +37,8 @@ cdef struct Problem:
     int ix
 
 cdef struct Check:
-    uint8_t* bitmap
-    uint32_t max_id
+    uint8_t* bitmap       # bit 2 * seq + literal: the ids that exist
+    uint32_t max_id       # the highest sequence number of an id
     uint32_t filed        # the last id filed in t2i (0xFFFFFFFFU: every id) ...
     uint32_t sweep_upto   # ... and those up to sweep_upto whose hash is below sweep_pos
     uint64_t sweep_pos
@@ -72,6 +74,7 @@ cdef enum:
     K_FILED_BEYOND_LAST
     K_BAD_FILED
     K_BAD_SWEEP
+    K_MISPLACED_TERM
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -90,10 +93,11 @@ cdef enum:
     W_T2I
     W_SPOC
     W_CSPO
+    W_I2L
 
 cdef str _problem_text(Problem* p):
     names = ("spoc", "posc", "ospc", "cspo")
-    walked = ("i2t", "t2i", "spoc", "cspo")  # by W_*
+    walked = ("i2t", "t2i", "spoc", "cspo", "i2l")  # by W_*
     quad = f"(s={p.a}, p={p.b}, o={p.c}, c={p.d})"
     if p.code == K_BAD_TERM:
         return f"term {p.a}: invalid encoding"
@@ -106,7 +110,7 @@ cdef str _problem_text(Problem* p):
     if p.code == K_DUPLICATE_TERM:
         return f"terms {p.a} and {p.b} are the same term stored twice"
     if p.code == K_COUNT_TERMS:
-        return f"t2i holds {p.a} entries but i2t holds {p.b} terms filed in it"
+        return f"t2i holds {p.a} entries but i2t and i2l hold {p.b} terms filed in it"
     if p.code == K_UNFILED_HASHED:
         return f"term {p.a}: in t2i, though not filed (the last filed id is {p.b})"
     if p.code == K_HASH_BEYOND_FILED:
@@ -126,7 +130,9 @@ cdef str _problem_text(Problem* p):
     if p.code == K_BAD_ENTRY:
         return f"{names[p.ix]}: an entry has the wrong key or value size"
     if p.code == K_BAD_ID_KEY:
-        return "i2t: a key is not a term id (wrong size, or above the last id)"
+        return f"{walked[p.ix]}: a key is not a term id (wrong size, literal bit, or out of order)"
+    if p.code == K_MISPLACED_TERM:
+        return f"term {p.a}: in i2l, which holds literals only"
     if p.code == K_WALK_LOOPS:
         return (f"{walked[p.ix]}: a walk met more entries than the {p.a:,} the tree records "
                 f"(its pages are damaged: they lead round in a loop, or the count is wrong); walk stopped")
@@ -134,10 +140,88 @@ cdef str _problem_text(Problem* p):
 
 cdef inline bint is_filed(Check* ck, uint32_t tid, uint64_t h) noexcept nogil:
     """Whether id ``tid`` (of hash ``h``) must be in t2i."""
+    tid = id_seq(tid)
     return tid <= ck.filed or (tid <= ck.sweep_upto and h < ck.sweep_pos)
 
+cdef inline size_t id_bit(uint32_t tid) noexcept nogil:
+    return 2 * <size_t>id_seq(tid) + (tid >> 31)
+
 cdef inline bint has_id(Check* ck, uint32_t i) noexcept nogil:
-    return i != 0 and i <= ck.max_id and (ck.bitmap[i >> 3] & (1 << (i & 7))) != 0
+    return id_seq(i) != 0 and id_seq(i) <= ck.max_id and (ck.bitmap[id_bit(i) >> 3] & (1 << (id_bit(i) & 7))) != 0
+
+cdef int last_key_seq(MDB_txn* txn, MDB_dbi dbi, uint32_t* m) noexcept nogil:
+    """The sequence number of the last key of i2t or i2l (0: none)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef int rc = mdb_cursor_open(txn, dbi, &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+    m[0] = id_seq(ld32(k.mv_data)) if rc == 0 and k.mv_size == 4 else 0
+    mdb_cursor_close(cur)
+    return 0 if rc == 0 or rc == MDB_NOTFOUND else rc
+
+cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* unfiled,
+                    Check* ck) noexcept nogil:
+    """Check each term of i2t or i2l (``db``): its key, encoding and kind,
+    and its hash entry in t2i (cursor ``c2``): there if it is filed, and
+    otherwise absent and the term stored once (``unfiled``: those met)."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v, k2, v2
+    cdef MDB_stat stat
+    cdef uint32_t tid, literal = ID_LITERAL if db == DB_I2L else 0
+    cdef uint64_t h
+    cdef uint8_t hk[8]
+    cdef uint8_t idb[4]
+    cdef size_t walked = 0
+    cdef int rc = mdb_cursor_open(txn, dbi[db], &cur)
+    if rc:
+        return rc
+    mdb_stat(txn, dbi[db], &stat)
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+    while rc == 0:
+        if walked == stat.ms_entries:
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_I2L if literal else W_I2T)
+            rc = MDB_NOTFOUND
+            break
+        walked += 1
+        ck.terms += 1
+        if k.mv_size != 4 or (ld32(k.mv_data) & ID_LITERAL) != literal or id_seq(ld32(k.mv_data)) > ck.max_id:
+            problem(ck, K_BAD_ID_KEY, 0, 0, 0, 0, W_I2L if literal else W_I2T)   # keys out of order: damage
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+            continue
+        tid = ld32(k.mv_data)
+        ck.bitmap[id_bit(tid) >> 3] |= <uint8_t>(1 << (id_bit(tid) & 7))
+        if not valid_term(<uint8_t*>v.mv_data, v.mv_size):
+            problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
+        elif literal and not is_literal_term(<uint8_t*>v.mv_data):
+            problem(ck, K_MISPLACED_TERM, tid, 0, 0, 0, 0)
+        h = hash_bytes(<uint8_t*>v.mv_data, v.mv_size)
+        put_be64(hk, h)
+        k2.mv_data = hk
+        k2.mv_size = 8
+        put_be32(idb, tid)
+        v2.mv_data = idb
+        v2.mv_size = 4
+        rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
+        if is_filed(ck, tid, h):
+            ck.filed_terms += 1
+            if rc == MDB_NOTFOUND:
+                problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
+            elif rc:
+                break
+        else:
+            ck.unfiled_terms += 1
+            if rc == 0:
+                problem(ck, K_UNFILED_HASHED, tid, ck.filed, 0, 0, 0)
+            elif rc != MDB_NOTFOUND:
+                break
+            rc = check_unfiled(txn, dbi, c2, unfiled, tid, <uint8_t*>v.mv_data, v.mv_size, h, ck)
+            if rc:
+                break
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    mdb_cursor_close(cur)
+    return 0 if rc == MDB_NOTFOUND else rc
 
 cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef MDB_cursor* cur = NULL
@@ -147,19 +231,16 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef int rc, ix
     cdef uint32_t tid, prev_s = 0
     cdef uint32_t q[4]
-    cdef uint64_t h
-    cdef uint8_t hk[8]
     cdef uint8_t kb[4]
     cdef uint8_t vb[12]
     cdef uint8_t prev[12]
-    cdef uint8_t idb[4]
     cdef bint have = False
     cdef Quad e, qq
     cdef size_t ndups, walked
     cdef HTable unfiled
     memset(&unfiled, 0, sizeof(HTable))
-    # 1. terms: i2t ids -> bitmap; each term valid and filed under its hash,
-    #    or, above the last filed id, in no hash entry and stored once
+    # 1. terms: i2t and i2l ids -> bitmap; each term valid and filed under
+    #    its hash, or, above the last filed id, in no hash entry and stored once
     ck.filed = 0xFFFFFFFFU
     k.mv_data = <char*>b"terms_filed"
     k.mv_size = 11
@@ -182,66 +263,28 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             problem(ck, K_BAD_SWEEP, get_be32(<uint8_t*>v.mv_data) if v.mv_size >= 4 else 0, ck.filed, 0, 0, 0)
     elif rc != MDB_NOTFOUND:
         return rc
-    rc = mdb_cursor_open(txn, dbi[DB_I2T], &cur)
+    rc = last_key_seq(txn, dbi[DB_I2T], &ck.max_id)
+    if rc == 0 and dbi[DB_I2L] != dbi[DB_I2T]:
+        rc = last_key_seq(txn, dbi[DB_I2L], &tid)
+        if tid > ck.max_id:
+            ck.max_id = tid
     if rc:
         return rc
-    rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
-    if rc == 0:
-        ck.max_id = ld32(k.mv_data) if k.mv_size == 4 else 0
     if ck.filed != 0xFFFFFFFFU and ck.filed > ck.max_id:
         problem(ck, K_FILED_BEYOND_LAST, ck.filed, ck.max_id, 0, 0, 0)
     if ck.sweep_upto > ck.max_id:
         problem(ck, K_BAD_SWEEP, ck.sweep_upto, ck.filed, 0, 0, 0)
-    ck.bitmap = <uint8_t*>calloc((<size_t>ck.max_id >> 3) + 1, 1)
+    ck.bitmap = <uint8_t*>calloc((<size_t>ck.max_id >> 2) + 1, 1)
     if ck.bitmap == NULL:
-        mdb_cursor_close(cur)
         return E_NOMEM
     rc = mdb_cursor_open(txn, dbi[DB_T2I], &c2)
     if rc:
-        mdb_cursor_close(cur)
         return rc
-    mdb_stat(txn, dbi[DB_I2T], &stat)
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
-    while rc == 0:
-        if ck.terms == stat.ms_entries:
-            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_I2T)
-            rc = MDB_NOTFOUND
-            break
-        ck.terms += 1
-        if k.mv_size != 4 or ld32(k.mv_data) > ck.max_id:  # keys out of order: damage
-            problem(ck, K_BAD_ID_KEY, 0, 0, 0, 0, 0)
-        else:
-            tid = ld32(k.mv_data)
-            ck.bitmap[tid >> 3] |= <uint8_t>(1 << (tid & 7))
-            if not valid_term(<uint8_t*>v.mv_data, v.mv_size):
-                problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
-            h = hash_bytes(<uint8_t*>v.mv_data, v.mv_size)
-            put_be64(hk, h)
-            k2.mv_data = hk
-            k2.mv_size = 8
-            put_be32(idb, tid)
-            v2.mv_data = idb
-            v2.mv_size = 4
-            rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
-            if is_filed(ck, tid, h):
-                ck.filed_terms += 1
-                if rc == MDB_NOTFOUND:
-                    problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
-                elif rc:
-                    break
-            else:
-                ck.unfiled_terms += 1
-                if rc == 0:
-                    problem(ck, K_UNFILED_HASHED, tid, ck.filed, 0, 0, 0)
-                elif rc != MDB_NOTFOUND:
-                    break
-                rc = check_unfiled(txn, dbi, c2, &unfiled, tid, <uint8_t*>v.mv_data, v.mv_size, h, ck)
-                if rc:
-                    break
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    rc = walk_terms(txn, dbi, DB_I2T, c2, &unfiled, ck)
+    if rc == 0 and dbi[DB_I2L] != dbi[DB_I2T]:
+        rc = walk_terms(txn, dbi, DB_I2L, c2, &unfiled, ck)
     ht_free(&unfiled)
-    if rc != MDB_NOTFOUND:
-        mdb_cursor_close(cur)
+    if rc:
         mdb_cursor_close(c2)
         return rc
     # 2. the hash index: every entry points to an existing term with that hash;
@@ -263,7 +306,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             elif not is_filed(ck, tid, get_be64(<uint8_t*>k.mv_data)):
                 problem(ck, K_HASH_BEYOND_FILED, tid, ck.filed, 0, 0, 0)
             else:
-                if get_term(txn, dbi[DB_I2T], tid, &v2) == 0:
+                if get_term(txn, dbi, tid, &v2) == 0:
                     if hash_bytes(<uint8_t*>v2.mv_data, v2.mv_size) != get_be64(<uint8_t*>k.mv_data):
                         problem(ck, K_HASH_WRONG, tid, 0, 0, 0, 0)
             if not have or memcmp(prev, k.mv_data, 8) != 0:   # first id under this hash
@@ -278,8 +321,6 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT)
     mdb_cursor_close(c2)
     c2 = NULL
-    mdb_cursor_close(cur)
-    cur = NULL
     if rc != MDB_NOTFOUND:
         return rc
     if ck.hash_entries != ck.filed_terms:
@@ -380,7 +421,7 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
     while rc == 0:
         if v.mv_size == 4:
             other = get_be32(<uint8_t*>v.mv_data)
-            if other != tid and get_term(txn, dbi[DB_I2T], other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+            if other != tid and get_term(txn, dbi, other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
                 problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
         rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
     if rc != MDB_NOTFOUND:
@@ -389,7 +430,7 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
         other = ht_next(seen, h, &pos)
         if other == 0:
             break
-        if get_term(txn, dbi[DB_I2T], other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+        if get_term(txn, dbi, other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
             problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
     return E_NOMEM if ht_add(seen, h, tid) else 0
 
@@ -415,7 +456,7 @@ cdef int check_collisions(MDB_txn* txn, MDB_dbi* dbi, MDB_val* key, Check* ck) n
         return rc
     for i in range(n):
         for j in range(i + 1, n):
-            if get_term(txn, dbi[DB_I2T], ids[i], &va) == 0 and get_term(txn, dbi[DB_I2T], ids[j], &vb_) == 0:
+            if get_term(txn, dbi, ids[i], &va) == 0 and get_term(txn, dbi, ids[j], &vb_) == 0:
                 if va.mv_size == vb_.mv_size and memcmp(va.mv_data, vb_.mv_data, va.mv_size) == 0:
                     problem(ck, K_DUPLICATE_TERM, ids[i], ids[j], 0, 0, 0)
     mdb_cursor_close(c2)

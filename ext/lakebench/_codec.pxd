@@ -19,7 +19,8 @@ cdef enum:
     DB_CSPO = 6
     DB_NS = 7
     DB_GRAPHS = 8
-    N_DBS = 9
+    DB_I2L = 9      # literals' ids -> terms (i2t holds the other kinds)
+    N_DBS = 10
 
 # The four quad indices.
 cdef enum:
@@ -52,6 +53,25 @@ cdef enum:
     ID_SIZE = 4              # a term id
     ENTRY_VALUE_SIZE = 12    # the three other ids of a quad index entry
     HASH_SIZE = 8            # a t2i key
+
+
+# A term id is a sequence number (1, 2, ... one counter for every kind)
+# with the top bit set for a literal.  Literals live in i2l, the other kinds
+# in i2t, each appended in id order: a resource's IRIs are so packed
+# together instead of one per page between the literals (a container's
+# listing reads far fewer pages), and the literals, all new and greater
+# than every stored id, are appended in ospc too (full pages).
+cdef enum:
+    ID_LITERAL = 0x80000000  # the literal bit of an id
+    ID_SEQ_MASK = 0x7FFFFFFF
+
+cdef inline uint32_t id_seq(uint32_t tid) noexcept nogil:
+    """An id's sequence number (its order of creation)."""
+    return tid & ID_SEQ_MASK
+
+cdef inline bint is_literal_term(const uint8_t* t) noexcept nogil:
+    """Whether an encoded term is a literal (stored in i2l)."""
+    return t[0] == TERM_LITERAL or t[0] == TERM_LANG_LITERAL or t[0] == TERM_TYPED_LITERAL
 
 
 # ---------------------------------------------------------------- integers
@@ -155,12 +175,14 @@ cdef inline bint valid_term(const uint8_t* t, size_t n) noexcept nogil:
 
 cdef int check_term(object term) except -1
 
-cdef inline int get_term(MDB_txn* txn, MDB_dbi i2t, uint32_t tid, MDB_val* out) noexcept nogil:
-    """The encoded term of an id (i2t keys are native uint32, MDB_INTEGERKEY)."""
+cdef inline int get_term(MDB_txn* txn, const MDB_dbi* dbi, uint32_t tid, MDB_val* out) noexcept nogil:
+    """The encoded term of an id, from i2l (a literal's) or i2t (keys are
+    the whole id, native uint32, MDB_INTEGERKEY).  ``dbi`` is the
+    environment's array of database handles."""
     cdef MDB_val k
     k.mv_data = &tid
     k.mv_size = ID_SIZE
-    return mdb_get(txn, i2t, &k, out)
+    return mdb_get(txn, dbi[DB_I2L] if tid & ID_LITERAL else dbi[DB_I2T], &k, out)
 
 
 # ---------------------------------------------------------------- the term hash

@@ -20,8 +20,12 @@ keys of ``i2t``):
           up to the sweep's last id whose hash is below its position; no
           other.
 ``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
-          compare for the hot id -> term lookups) -> encoded term; ids are
-          sequential from 1 and appended, so pages are full.
+          compare for the hot id -> term lookups) -> encoded term, for IRIs
+          and blank nodes;
+``i2l``   the same for literals, whose ids have the top bit set.  An id's
+          other 31 bits are its sequence number, from 1, one counter for
+          both; each database is appended in id order, so pages are full.
+          (A format-2 store holds literals in i2t too, under plain ids.)
 ``spoc``  s -> (p, o, c)  \\
 ``posc``  p -> (o, s, c)   | 4-byte key, 12-byte values, DUPSORT|DUPFIXED:
 ``ospc``  o -> (s, p, c)   | one entry per quad in each index.
@@ -35,13 +39,18 @@ lexical form.
 >>> KIND_IRI + b"http://ex.org/a"
 b'Ihttp://ex.org/a'
 """
-from libc.stdint cimport uint8_t
+from libc.stdint cimport uint8_t, uint32_t
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-#: 2: ids above ``meta``'s ``terms_filed`` are not in t2i (1 had no such entry; read as 2).
-FORMAT_VERSION = 2
+#: 3: new literals are stored in ``i2l`` under ids with the top bit set;
+#: 2: ids above ``meta``'s ``terms_filed`` are not in t2i; 1 had neither.
+#: Both are read as 3 (their ids are all plain).
+FORMAT_VERSION = 3
 #: Sub-database names, in the order of the ``dbi`` array.
-DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cspo", "ns", "graphs")
+DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cspo", "ns", "graphs", "i2l")
+#: The bit of a term id that says it names a literal (in ``i2l``).
+ID_LITERAL_BIT = 1 << 31
+assert ID_LITERAL_BIT == <uint32_t>ID_LITERAL
 #: Order of the four quad indices: which quad position is the key, which the values.
 INDEX_ORDER = {"spoc": "s:poc", "posc": "p:osc", "ospc": "o:spc", "cspo": "c:spo"}
 

@@ -17,15 +17,15 @@ cdef struct Prefixes:
 cdef struct TripleWriter:
     bint turtle
     Prefixes px          # Turtle only: longest namespace first
-    MDB_txn* txn         # where the terms of the ids are read (i2t), each
-    MDB_dbi i2t          # only when it is printed
+    MDB_txn* txn         # where the terms of the ids are read (i2t, i2l),
+    const MDB_dbi* dbi   # each only when it is printed
     Buf out              # text written so far (the caller takes and empties it)
     Buf sp               # N-Triples: "s p " of the current subject-predicate run
     uint32_t prev[3]     # the last triple written
     bint have_prev
 
 cdef int render_term(Buf* out, const uint8_t* t, size_t n, Prefixes* px, bint predicate) noexcept nogil
-cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, MDB_dbi i2t) except -1
+cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, const MDB_dbi* dbi) except -1
 cdef int tw_header(TripleWriter* w) noexcept nogil
 cdef int tw_triple(TripleWriter* w, uint32_t s, uint32_t p, uint32_t o) noexcept nogil
 cdef int tw_finish(TripleWriter* w) noexcept nogil

@@ -4,7 +4,7 @@ or Turtle bytes, without the GIL.
 
 ``render_term`` writes one term (N-Triples, or Turtle with prefixes and
 ``a``); a ``TripleWriter`` writes a stream of id triples in index order,
-reading each term from ``i2t`` only when it is printed: N-Triples
+reading each term from ``i2t`` or ``i2l`` only when it is printed: N-Triples
 renders a subject-predicate pair once per run, Turtle groups by subject and
 predicate (``;`` and ``,``).  A triple equal to the previous one (the same
 triple in another graph) is written once.  Every serialization path of the
@@ -169,7 +169,7 @@ def render_ntriples_term(bytes term):
 
 
 # ---------------------------------------------------------------- triples
-cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, MDB_dbi i2t) except -1:
+cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, const MDB_dbi* dbi) except -1:
     """A writer of N-Triples, or Turtle with ``prefixes`` (name -> namespace),
     of the terms of transaction ``txn``."""
     cdef Prefixes* px = &w.px
@@ -177,7 +177,7 @@ cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, MDB_dbi i
     memset(w, 0, sizeof(TripleWriter))
     w.turtle = turtle
     w.txn = txn
-    w.i2t = i2t
+    w.dbi = dbi
     if not turtle:
         return 0
     # the longest namespace first, so that the most specific prefix wins
@@ -232,7 +232,7 @@ cdef int tw_header(TripleWriter* w) noexcept nogil:
 
 cdef inline int put_term(TripleWriter* w, Buf* out, uint32_t tid, Prefixes* px, bint predicate) noexcept nogil:
     cdef MDB_val t
-    cdef int rc = get_term(w.txn, w.i2t, tid, &t)
+    cdef int rc = get_term(w.txn, w.dbi, tid, &t)
     if rc:
         return rc
     return render_term(out, <const uint8_t*>t.mv_data, t.mv_size, px, predicate)

@@ -26,7 +26,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, put_be32,
+from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, put_be32,
                                get_be32, get_term, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
                                ht_free, bloom_free)
@@ -42,7 +42,7 @@ from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cac
 import os
 
 # Made by the modules that own them; Python reads them here.
-from lakebench._codec import (FORMAT_VERSION, DB_NAMES, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
+from lakebench._codec import (FORMAT_VERSION, DB_NAMES, ID_LITERAL_BIT, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
                               KIND_LANG_LITERAL, KIND_TYPED_LITERAL, hash_term)
 from lakebench._errors import StoreError, LmdbError, MapFullError, ParseError
 from lakebench._ntparser import PARSE_MESSAGES
@@ -146,11 +146,17 @@ cdef class Environment:
             for i, n in enumerate(DB_NAMES):
                 name = n.encode()
                 f = MDB_DUPSORT | MDB_DUPFIXED if n in ("t2i", "spoc", "posc", "ospc", "cspo") else 0
-                if n == "i2t":
+                if n in ("i2t", "i2l"):
                     f = MDB_INTEGERKEY
                 if not self.readonly:
                     f |= MDB_CREATE
                 rc = mdb_dbi_open(txn, name, f, &self.dbi[i])
+                if rc == MDB_NOTFOUND and n == "i2l":
+                    # A store of format 1 or 2, read-only: its ids are all
+                    # plain, so i2l is never asked for a term, and a scan of
+                    # its (literal-bit) keys in i2t finds none.
+                    self.dbi[i] = self.dbi[DB_I2T]
+                    rc = 0
                 if rc == MDB_NOTFOUND:
                     raise StoreError(f"{self.path!r} is not a lakebench store (no {n!r} database)")
                 if rc:
@@ -160,12 +166,13 @@ cdef class Environment:
             rc = mdb_get(txn, self.dbi[DB_META], &k, &v)
             if rc and (rc != MDB_NOTFOUND or self.readonly):
                 raise_rc(rc, "reading the format version")
-            if rc == 0 and (v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) not in (1, FORMAT_VERSION)):
+            if rc == 0 and (v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) not in (1, 2, FORMAT_VERSION)):
                 raise StoreError(f"{self.path!r}: unsupported store format")
-            # A new store gets the version; format 2 may leave ids out of t2i
-            # (the ``terms_filed`` entry), which a reader of format 1 would not
-            # know, so a writable open marks a format-1 store before any write.
-            if not self.readonly and (rc == MDB_NOTFOUND or get_be32(<uint8_t*>v.mv_data) == 1):
+            # A new store gets the version.  A writable open marks an older
+            # store before any write, since a reader of an older format would
+            # miss what it may then hold: ids left out of t2i (the
+            # ``terms_filed`` entry, from format 2) and literals in i2l (3).
+            if not self.readonly and (rc == MDB_NOTFOUND or get_be32(<uint8_t*>v.mv_data) != FORMAT_VERSION):
                 put_be32(ver, FORMAT_VERSION)
                 v.mv_data = ver
                 v.mv_size = 4
@@ -567,7 +574,7 @@ cdef class Txn:
         cdef int rc
         self._live()
         with nogil:
-            rc = get_term(self.core.txn, self.env.dbi[DB_I2T], tid, &v)
+            rc = get_term(self.core.txn, self.env.dbi, tid, &v)
         if rc == MDB_NOTFOUND:
             return None
         if rc:
@@ -638,14 +645,21 @@ cdef class Txn:
         return st.ms_entries
 
     def term_count(self):
+        """Number of terms (entries of ``i2t`` and ``i2l``)."""
         cdef MDB_stat st
+        cdef size_t n
         self._live()
         mdb_stat(self.core.txn, self.env.dbi[DB_I2T], &st)
-        return st.ms_entries
+        n = st.ms_entries
+        if self.env.dbi[DB_I2L] != self.env.dbi[DB_I2T]:
+            mdb_stat(self.core.txn, self.env.dbi[DB_I2L], &st)
+            n += st.ms_entries
+        return n
 
     def unfiled_terms(self):
         """How many term ids are not yet filed in ``t2i`` (looked up through
-        a table rebuilt from ``i2t`` instead; 0 once they are filed)."""
+        a table rebuilt from ``i2t`` and ``i2l`` instead; 0 once they are
+        filed)."""
         cdef uint32_t w = 0, m = 0
         cdef int rc
         self._live()
@@ -894,7 +908,7 @@ cdef class _Scan:
             if rc:
                 raise_rc(rc, "mdb_cursor_open")
         if mode == 1 or mode == 2:
-            tw_init(&it.writer, mode == 2, prefixes, t.core.txn, t.env.dbi[DB_I2T])
+            tw_init(&it.writer, mode == 2, prefixes, t.core.txn, t.env.dbi)
         return it
 
     def __dealloc__(self):
@@ -979,7 +993,7 @@ cdef class _Scan:
                     break
                 if self.mode == 0:
                     for j in range(4):
-                        rc = get_term(self.t.core.txn, self.t.env.dbi[DB_I2T], self.batch[n][j], &self.terms[n][j])
+                        rc = get_term(self.t.core.txn, self.t.env.dbi, self.batch[n][j], &self.terms[n][j])
                         if rc:
                             break
                     if rc:

@@ -99,7 +99,7 @@ cdef struct HTable:
     HSlot* slots
     size_t nslots
     size_t n
-    uint32_t lo           # it holds every id in (lo, hi] ...
+    uint32_t lo           # it holds every id numbered (lo, hi] ...
     uint32_t hi
     bint valid            # ... when valid
 

@@ -9,7 +9,7 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memset
 from libc.stdlib cimport calloc, realloc, free
 
-from lakebench._codec cimport E_NOMEM, hash_bytes
+from lakebench._codec cimport E_NOMEM, hash_bytes, id_seq
 
 
 cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil:
@@ -152,14 +152,15 @@ cdef int ht_grow(HTable* t, size_t nslots) noexcept nogil:
     return 0
 
 cdef int ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
-    """Keep the ids above ``lo`` only (the table then holds (lo, hi]); 0 or E_NOMEM."""
+    """Keep the ids numbered above ``lo`` only (the table then holds (lo,
+    hi]: sequence numbers, the literal bit aside); 0 or E_NOMEM."""
     cdef HSlot* old = t.slots
     cdef size_t k, nslots = t.nslots
     t.slots = NULL
     t.nslots = 0
     t.n = 0
     for k in range(nslots):
-        if old[k].id > lo and ht_add(t, old[k].h, old[k].id):
+        if id_seq(old[k].id) > lo and ht_add(t, old[k].h, old[k].id):
             free(old)
             return E_NOMEM
     free(old)

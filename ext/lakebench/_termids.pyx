@@ -5,13 +5,15 @@ that turns encoded terms into ids, without the GIL:
 * lookup: an encoded term's id through the transaction's table, the
   environment's cache of committed terms, then ``t2i`` (comparing the stored
   bytes, so hash collisions are told apart) and the ids not yet filed there;
-  new terms get the next id, appended to ``i2t``; a document's blank nodes
-  are relabelled per document;
+  new terms get the next id, appended to ``i2l`` (literals, whose ids carry
+  the literal bit) or ``i2t``; a document's blank nodes are relabelled per
+  document;
 * filing ids late: a store with one writer (the write-ahead log's owner)
   leaves new ids out of ``t2i``, whose keys are hashes (random), so that a
   batch does not rewrite most of its leaves.  ``meta`` says up to which id
-  ``t2i`` is complete (``terms_filed``); the ids above are looked up in a
-  hash table rebuilt from ``i2t`` when needed.  Once they are due (2^20 or
+  (sequence number, whatever the kind) ``t2i`` is complete
+  (``terms_filed``); the ids above are looked up in a hash table rebuilt
+  from ``i2t`` and ``i2l`` when needed.  Once they are due (2^20 or
   more, and a quarter of the filed ones) a sweep files them, a slice of
   the hash space at each commit (``terms_filing``), in step with the new
   ids: each t2i leaf is rewritten a bounded number of times per id filed,
@@ -23,7 +25,8 @@ from libc.string cimport memcmp, memset
 from libc.stdlib cimport malloc, free, qsort
 
 from liblmdb cimport *
-from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, ID_SIZE, HASH_SIZE,
+from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_SIZE, HASH_SIZE,
+                               ID_LITERAL, ID_SEQ_MASK, id_seq, is_literal_term,
                                TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL, TERM_TYPED_LITERAL,
                                put_be32, get_be32, put_be64, get_be64, ld32, get_term, hash_bytes)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, tt_term, tt_find, tt_add,
@@ -82,24 +85,37 @@ cdef int set_filed(TxnCore* c, uint32_t w) noexcept nogil:
         c.filed_known = True
     return rc
 
-cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil:
-    """The highest term id in this transaction (0 when there is none)."""
+cdef int last_seq(TxnCore* c, int db, uint32_t* m) noexcept nogil:
+    """The highest sequence number of the ids in i2t or i2l (0: none)."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
     cdef int rc
+    m[0] = 0
+    rc = core_cursor(c, db, &cur)
+    if rc:
+        return rc
+    rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+    if rc == MDB_NOTFOUND:
+        return 0
+    if rc:
+        return rc
+    if k.mv_size != ID_SIZE:
+        return E_CORRUPT
+    m[0] = id_seq(ld32(k.mv_data))
+    return 0
+
+cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil:
+    """The highest sequence number of a term id in this transaction (0 when
+    there is none): ids of every kind share one counter."""
+    cdef uint32_t a, b
+    cdef int rc
     if c.next_id == 0:
-        rc = core_cursor(c, DB_I2T, &cur)
+        rc = last_seq(c, DB_I2T, &a)
+        if rc == 0:
+            rc = last_seq(c, DB_I2L, &b)
         if rc:
             return rc
-        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
-        if rc == MDB_NOTFOUND:
-            c.next_id = 1
-        elif rc:
-            return rc
-        elif k.mv_size != ID_SIZE:
-            return E_CORRUPT
-        else:
-            c.next_id = ld32(k.mv_data) + 1
+        c.next_id = (a if a > b else b) + 1
     m[0] = c.next_id - 1
     return 0
 
@@ -112,15 +128,13 @@ cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil:
         rc = last_id(c, m)
     return rc
 
-cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexcept nogil:
-    """File the hashes of ids (after, upto] in ``t``, read from i2t."""
+cdef int hash_db_range(TxnCore* c, HTable* t, int db, uint32_t first, uint32_t last) noexcept nogil:
+    """File the hashes of the ids [first, last] of i2t or i2l in ``t``."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
-    cdef uint32_t key = after + 1, tid
+    cdef uint32_t key = first, tid
     cdef int rc
-    if upto <= after:
-        return 0
-    rc = core_cursor(c, DB_I2T, &cur)
+    rc = core_cursor(c, db, &cur)
     if rc:
         return rc
     k.mv_data = &key
@@ -130,7 +144,7 @@ cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexce
         if k.mv_size != ID_SIZE:
             return E_CORRUPT
         tid = ld32(k.mv_data)
-        if tid > upto:
+        if tid > last:
             break
         if ht_add(t, hash_bytes(<uint8_t*>v.mv_data, v.mv_size), tid):
             return E_NOMEM
@@ -138,6 +152,17 @@ cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexce
     if rc and rc != MDB_NOTFOUND:
         return rc
     return 0
+
+cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexcept nogil:
+    """File the hashes of the ids numbered (after, upto] in ``t``, read from
+    i2t and i2l."""
+    cdef int rc
+    if upto <= after:
+        return 0
+    rc = hash_db_range(c, t, DB_I2T, after + 1, upto)
+    if rc == 0:
+        rc = hash_db_range(c, t, DB_I2L, ID_LITERAL | (after + 1), ID_LITERAL | upto)
+    return rc
 
 cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcept nogil:
     """The table holding every id in (w, m], brought up to date from i2t.
@@ -177,9 +202,9 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
         tid = ht_next(t, h, &pos)
         if tid == 0:
             return 0
-        if tid > m:
+        if id_seq(tid) > m:
             continue
-        rc = get_term(c.txn, c.dbi[DB_I2T], tid, &v)
+        rc = get_term(c.txn, c.dbi, tid, &v)
         if rc == 0:
             if v.mv_size == n and memcmp(v.mv_data, p, n) == 0:
                 out[0] = tid
@@ -244,7 +269,7 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     while rc == 0:
         if v.mv_size != ID_SIZE:
             return E_CORRUPT
-        rc = get_term(c.txn, c.dbi[DB_I2T], get_be32(<uint8_t*>v.mv_data), &v2)
+        rc = get_term(c.txn, c.dbi, get_be32(<uint8_t*>v.mv_data), &v2)
         if rc == 0:
             if v2.mv_size == n and memcmp(v2.mv_data, p, n) == 0:
                 out[0] = get_be32(<uint8_t*>v.mv_data)
@@ -357,7 +382,7 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
             rc = E_NOMEM
         else:
             for i in range(src.nslots):
-                tid = src.slots[i].id
+                tid = id_seq(src.slots[i].id)
                 h = src.slots[i].h
                 if tid <= w or tid > upto or h < lo or (not to_end and h >= hi):
                     continue
@@ -393,7 +418,7 @@ cdef int sweep_list(TxnCore* c, uint32_t w, uint32_t upto, SweepList** out) noex
     if L.ents == NULL:
         return E_NOMEM
     for i in range(t.nslots):
-        tid = t.slots[i].id
+        tid = id_seq(t.slots[i].id)
         if tid > w and tid <= upto:
             L.ents[L.n] = t.slots[i]
             L.n += 1
@@ -511,11 +536,12 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     return rc
 
 cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
-    """Store a new term under the next id (appended to i2t) and file its
-    hash: in t2i, or, when this transaction defers, in the unfiled table."""
+    """Store a new term under the next id (appended to i2l or i2t) and file
+    its hash: in t2i, or, when this transaction defers, in the unfiled table."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
-    cdef uint32_t w, m
+    cdef uint32_t w, m, tid
+    cdef bint literal = is_literal_term(p)
     cdef HTable* t = NULL
     cdef int rc
     rc = last_id(c, &m)
@@ -537,27 +563,28 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
         rc = file_terms(c)
         if rc:
             return rc
-    if c.next_id == 0xFFFFFFFFU:
+    if c.next_id > ID_SEQ_MASK:
         return E_IDS
-    k.mv_data = &c.next_id
+    tid = c.next_id | ID_LITERAL if literal else c.next_id
+    k.mv_data = &tid
     k.mv_size = ID_SIZE
     v.mv_data = <void*>p
     v.mv_size = n
-    rc = core_cursor(c, DB_I2T, &cur)
+    rc = core_cursor(c, DB_I2L if literal else DB_I2T, &cur)
     if rc:
         return rc
     rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
     if rc:
         return rc
     if t != NULL:
-        if ht_add(t, h, c.next_id):
+        if ht_add(t, h, tid):
             return E_NOMEM
         t.hi = c.next_id
     else:
-        rc = put_hash(c, h, c.next_id)
+        rc = put_hash(c, h, tid)
         if rc:
             return rc
-    out[0] = c.next_id
+    out[0] = tid
     c.next_id += 1
     return 0
 

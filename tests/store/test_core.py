@@ -11,7 +11,7 @@ from rdflib.compare import isomorphic
 
 from lakebench import _store
 from lakebench.store import LmdbStore, ParseError, check
-from lakebench.store.terms import DEFAULT_GRAPH, decode, iri
+from lakebench.store.terms import DEFAULT_GRAPH, decode, iri, literal
 
 G = "http://ex.org/g"
 
@@ -186,17 +186,24 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
     env = lmdb.open(str(path), max_dbs=16, readonly=True)
     dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", "spoc", "posc", "ospc", "cspo"),
                              dupfixed=name in ("t2i", "spoc", "posc", "ospc", "cspo"),
-                             integerkey=name == "i2t", create=False)
+                             integerkey=name in ("i2t", "i2l"), create=False)
            for name in _store.DB_NAMES}
+    literal_bit = 1 << 31
     with env.begin() as txn:
         assert struct.unpack(">I", txn.get(b"format", db=dbs["meta"]))[0] == _store.FORMAT_VERSION
-        terms = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2t"])}  # native
-        assert sorted(terms) == list(range(1, len(terms) + 1))
-        # t2i holds the ids up to meta's terms_filed, and none above
+        others = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2t"])}  # native
+        literals = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2l"])}
+        # literals in i2l under ids with the top bit, the other kinds in i2t;
+        # the other 31 bits number every term from 1, one counter for both
+        assert literals and all(i & literal_bit and t[:1] in b"LGD" for i, t in literals.items())
+        assert others and all(not i & literal_bit and t[:1] in b"IB" for i, t in others.items())
+        terms = {**others, **literals}
+        assert sorted(i & ~literal_bit for i in terms) == list(range(1, len(terms) + 1))
+        # t2i holds the ids numbered up to meta's terms_filed, and none above
         filed_upto = struct.unpack(">I", txn.get(b"terms_filed", db=dbs["meta"]))[0]
         assert filed_upto == (first_terms if filed == "all filed" else 0) < len(terms)
         hashes = {(struct.unpack(">Q", k)[0], struct.unpack(">I", v)[0]) for k, v in txn.cursor(db=dbs["t2i"])}
-        assert hashes == {(_py_hash(t), i) for i, t in terms.items() if i <= filed_upto}
+        assert hashes == {(_py_hash(t), i) for i, t in terms.items() if i & ~literal_bit <= filed_upto}
         assert len(set(terms.values())) == len(terms)  # every term stored once
         order = {"spoc": "spoc", "posc": "posc", "ospc": "ospc", "cspo": "cspo"}
         for name, letters in order.items():
@@ -205,6 +212,48 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
                 ids = dict(zip(letters, struct.unpack(">I", k) + struct.unpack(">III", v)))
                 quads.add(tuple(terms[ids[x]] for x in "spoc"))
             assert quads == expected, name
+    env.close()
+
+
+def _format_2_store(path, terms: dict[int, bytes], quads: list[tuple[int, int, int, int]]) -> None:
+    """Write, with py-lmdb, a store as format 2 laid it out: every term in
+    i2t under a plain id (literals too), no i2l, every id filed in t2i."""
+    env = lmdb.open(str(path), max_dbs=16, map_size=1 << 24)
+    quad_dbs = ("spoc", "posc", "ospc", "cspo")
+    dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", *quad_dbs), dupfixed=name in ("t2i", *quad_dbs),
+                             integerkey=name == "i2t") for name in ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs")}
+    with env.begin(write=True) as txn:
+        txn.put(b"format", struct.pack(">I", 2), db=dbs["meta"])
+        for tid, term in terms.items():
+            txn.put(struct.pack("=I", tid), term, db=dbs["i2t"])
+            txn.put(struct.pack(">Q", _py_hash(term)), struct.pack(">I", tid), db=dbs["t2i"])
+        for q in quads:
+            for name in quad_dbs:
+                key, *values = (q["spoc".index(x)] for x in name)
+                txn.put(struct.pack(">I", key), struct.pack(">III", *values), db=dbs[name])
+    env.close()
+
+
+def test_a_store_of_format_2_keeps_its_literals_in_i2t_and_takes_new_ones_in_i2l(tmp_path):
+    path = tmp_path / "store"
+    s, p, old, g = iri("http://ex.org/s"), iri("http://ex.org/p"), literal("old value"), iri("http://ex.org/g")
+    _format_2_store(path, {1: s, 2: p, 3: old, 4: g}, [(1, 2, 3, 4)])
+    assert check(path) == []
+    with LmdbStore(path, readonly=True) as store:   # no i2l: a read-only open reads it as it is
+        assert store.quads(o=old) == [(s, p, old, g)]
+    new = literal("new value")
+    with LmdbStore(path) as store:
+        assert store.add([(s, p, new, g), (s, p, old, g)]) == 1
+        with store.read() as txn:
+            assert txn.term_id(old) == 3    # an old literal keeps its plain id, in i2t
+            assert txn.term_id(new) == 5 | _store.ID_LITERAL_BIT
+        assert set(store.quads(s=s)) == {(s, p, old, g), (s, p, new, g)}
+    problems = check(path)
+    assert problems == [] and problems.summary["terms"] == 5
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    meta = env.open_db(b"meta", create=False)
+    with env.begin() as txn:
+        assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == 3
     env.close()
 
 
@@ -261,7 +310,7 @@ def test_hash_collisions_are_told_apart(tmp_path):
         problems = store.check()
     assert problems.summary["hash_collisions"] == 1
     assert problems == [f"t2i: term {idb} is filed under a hash that is not its own",
-                        "t2i holds 4 entries but i2t holds 3 terms filed in it"]
+                        "t2i holds 4 entries but i2t and i2l hold 3 terms filed in it"]
 
 
 def test_map_grows_when_full_and_loses_nothing(tmp_path, small_workload):

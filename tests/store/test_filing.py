@@ -103,7 +103,7 @@ def test_a_write_undone_leaves_no_id_behind(tmp_path):
     assert _summary(path)["quads"] == 12
 
 
-def test_a_store_of_format_1_is_read_and_marked_2_when_opened_for_writing(tmp_path):
+def test_a_store_of_format_1_is_read_and_marked_3_when_opened_for_writing(tmp_path):
     path = tmp_path / "s"
     with LmdbStore(path, log=False) as store:       # every id filed: what format 1 holds
         store.add(_quads(5))
@@ -119,7 +119,7 @@ def test_a_store_of_format_1_is_read_and_marked_2_when_opened_for_writing(tmp_pa
     env = lmdb.open(str(path), max_dbs=16, readonly=True)
     meta = env.open_db(b"meta", create=False)
     with env.begin() as txn:
-        assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == _store.FORMAT_VERSION == 2
+        assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == _store.FORMAT_VERSION == 3
     env.close()
     assert _summary(path)["quads"] == 10
 
@@ -127,7 +127,8 @@ def test_a_store_of_format_1_is_read_and_marked_2_when_opened_for_writing(tmp_pa
 def _damage(path, change) -> list[str]:
     env = lmdb.open(str(path), max_dbs=16)
     dbs = {name: env.open_db(name.encode(), dupsort=name == "t2i", dupfixed=name == "t2i",
-                             integerkey=name == "i2t", create=False) for name in ("meta", "t2i", "i2t")}
+                             integerkey=name in ("i2t", "i2l"), create=False)
+           for name in ("meta", "t2i", "i2t", "i2l")}
     with env.begin(write=True) as txn:
         change(txn, dbs)
     env.close()
@@ -147,17 +148,32 @@ def half_filed(tmp_path):
     return path, summary["terms"] - summary["unfiled_terms"], summary["terms"]
 
 
+def _term_numbered(txn, dbs, seq: int) -> tuple[int, bytes]:
+    """The id and encoded term numbered ``seq``: a literal in i2l (its id
+    has the literal bit), any other term in i2t."""
+    term = txn.get(struct.pack("=I", seq), db=dbs["i2t"])
+    if term is not None:
+        return seq, term
+    tid = seq | _store.ID_LITERAL_BIT
+    return tid, txn.get(struct.pack("=I", tid), db=dbs["i2l"])
+
+
+def _file_the_last(last: int, put: list):
+    """A damage: the id numbered ``last`` put in t2i under its hash (its id in ``put``)."""
+    def change(txn, dbs):
+        tid, term = _term_numbered(txn, dbs, last)
+        txn.put(struct.pack(">Q", _store.hash_term(term)), struct.pack(">I", tid), db=dbs["t2i"])
+        put.append(tid)
+    return change
+
+
 def test_check_finds_an_unfiled_id_in_t2i(half_filed):
     path, filed, last = half_filed
-
-    def file_the_last(txn, dbs):
-        term = txn.get(struct.pack("=I", last), db=dbs["i2t"])
-        txn.put(struct.pack(">Q", _store.hash_term(term)), struct.pack(">I", last), db=dbs["t2i"])
-
-    problems = _damage(path, file_the_last)
-    assert problems == [f"term {last}: in t2i, though not filed (the last filed id is {filed})",
-                        f"t2i: an entry points to term id {last}, which is not filed (the last filed id is {filed})",
-                        f"t2i holds {filed + 1} entries but i2t holds {filed} terms filed in it"]
+    put = []
+    problems = _damage(path, _file_the_last(last, put))
+    assert problems == [f"term {put[0]}: in t2i, though not filed (the last filed id is {filed})",
+                        f"t2i: an entry points to term id {put[0]}, which is not filed (the last filed id is {filed})",
+                        f"t2i holds {filed + 1} entries but i2t and i2l hold {filed} terms filed in it"]
 
 
 def test_check_finds_the_filed_mark_beyond_the_last_id(half_filed):
@@ -274,12 +290,7 @@ def test_a_stray_hash_entry_does_not_stop_the_commits(tmp_path):
     with LmdbStore(path) as store:
         store.add(_quads(40))
     last = _summary(path)["terms"]
-
-    def file_the_last(txn, dbs):
-        term = txn.get(struct.pack("=I", last), db=dbs["i2t"])
-        txn.put(struct.pack(">Q", _store.hash_term(term)), struct.pack(">I", last), db=dbs["t2i"])
-
-    assert any("in t2i, though not filed" in p for p in _damage(path, file_the_last))
+    assert any("in t2i, though not filed" in p for p in _damage(path, _file_the_last(last, [])))
     with LmdbStore(path, filing_lag=8, batch_writes=1) as store:
         for i in range(1, 12):
             store.add(_quads(10, start=40 * i))

@@ -41,7 +41,7 @@ def _strerror(int code):
     if code == E_NOMEM:
         return "out of memory"
     if code == E_IDS:
-        return "term id space exhausted (2**32 - 2 terms)"
+        return "term id space exhausted (2**31 - 1 terms)"
     if code == E_CORRUPT:
         return "corrupted entry (unexpected key or value size)"
     if code == E_TERM:

@@ -848,7 +848,10 @@ cdef class Txn:
         self._live()
         out = {}
         for i, name in enumerate(DB_NAMES):
-            mdb_stat(self.core.txn, self.env.dbi[i], &st)
+            if i == DB_I2L and self.env.dbi[i] == self.env.dbi[DB_I2T]:
+                memset(&st, 0, sizeof(MDB_stat))   # a format-2 store opened read-only: no i2l
+            else:
+                mdb_stat(self.core.txn, self.env.dbi[i], &st)
             out[name] = {"entries": st.ms_entries, "depth": st.ms_depth, "branch_pages": st.ms_branch_pages,
                          "leaf_pages": st.ms_leaf_pages, "overflow_pages": st.ms_overflow_pages}
         return out

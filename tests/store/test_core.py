@@ -12,6 +12,7 @@ from rdflib.compare import isomorphic
 from lakebench import _store
 from lakebench.store import LmdbStore, ParseError, check
 from lakebench.store.terms import DEFAULT_GRAPH, decode, iri, literal
+from lakebench.workload import Workload
 
 G = "http://ex.org/g"
 
@@ -255,6 +256,19 @@ def test_a_store_of_format_2_keeps_its_literals_in_i2t_and_takes_new_ones_in_i2l
     with env.begin() as txn:
         assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == 3
     env.close()
+
+
+def test_a_containers_iris_sit_together_apart_from_the_literals(tmp_path):
+    """The layout's point (docs/store.rst, "Layout"): the children's IRIs,
+    which a listing of their container reads, fill a few pages of i2t, not
+    one page each between their literals."""
+    with LmdbStore(tmp_path / "store") as store:
+        for child in Workload(children=200, seed=7):
+            store.ingest(child.ntriples, child.uri)
+        with store.read() as txn:
+            stats = txn.db_stats()
+    assert stats["i2t"]["entries"] >= 200 and stats["i2l"]["entries"] == 200 * 100
+    assert stats["i2t"]["leaf_pages"] * 50 < stats["i2l"]["leaf_pages"]
 
 
 def test_check_passes_and_finds_damage(tmp_path, small_workload):

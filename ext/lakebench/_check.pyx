@@ -75,6 +75,7 @@ cdef enum:
     K_BAD_FILED
     K_BAD_SWEEP
     K_MISPLACED_TERM
+    K_SEQ_TWICE
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -130,9 +131,11 @@ cdef str _problem_text(Problem* p):
     if p.code == K_BAD_ENTRY:
         return f"{names[p.ix]}: an entry has the wrong key or value size"
     if p.code == K_BAD_ID_KEY:
-        return f"{walked[p.ix]}: a key is not a term id (wrong size, literal bit, or out of order)"
+        return f"{walked[p.ix]}: a key is not a term id (wrong size or literal bit, or above the last id)"
     if p.code == K_MISPLACED_TERM:
         return f"term {p.a}: in i2l, which holds literals only"
+    if p.code == K_SEQ_TWICE:
+        return f"terms {p.a} (i2t) and {p.b} (i2l) share the sequence number {p.a}"
     if p.code == K_WALK_LOOPS:
         return (f"{walked[p.ix]}: a walk met more entries than the {p.a:,} the tree records "
                 f"(its pages are damaged: they lead round in a loop, or the count is wrong); walk stopped")
@@ -192,6 +195,8 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
             continue
         tid = ld32(k.mv_data)
         ck.bitmap[id_bit(tid) >> 3] |= <uint8_t>(1 << (id_bit(tid) & 7))
+        if literal and has_id(ck, id_seq(tid)):   # i2t, walked first, has the number too
+            problem(ck, K_SEQ_TWICE, id_seq(tid), tid, 0, 0, 0)
         if not valid_term(<uint8_t*>v.mv_data, v.mv_size):
             problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
         elif literal and not is_literal_term(<uint8_t*>v.mv_data):

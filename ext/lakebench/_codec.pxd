@@ -36,6 +36,7 @@ cdef enum:
     E_IDS = -3
     E_CORRUPT = -4
     E_TERM = -5
+    E_DANGLING = -6     # a quad names an id that no term has (damage)
 
 # The kind byte that starts an encoded term (its ASCII letter).
 cdef enum TermKind:
@@ -75,7 +76,7 @@ cdef inline bint is_literal_term(const uint8_t* t) noexcept nogil:
 
 
 # ---------------------------------------------------------------- integers
-# Big-endian everywhere (byte order is numeric order), except i2t's keys.
+# Big-endian everywhere (byte order is numeric order), except the keys of i2t and i2l.
 cdef inline void put_be32(uint8_t* b, uint32_t v) noexcept nogil:
     b[0] = <uint8_t>(v >> 24)
     b[1] = <uint8_t>(v >> 16)
@@ -86,7 +87,7 @@ cdef inline uint32_t get_be32(const uint8_t* b) noexcept nogil:
     return (<uint32_t>b[0] << 24) | (<uint32_t>b[1] << 16) | (<uint32_t>b[2] << 8) | <uint32_t>b[3]
 
 cdef inline uint32_t ld32(const void* p) noexcept nogil:
-    """A native-endian uint32 (the keys of i2t, an MDB_INTEGERKEY database)."""
+    """A native-endian uint32 (the keys of i2t and i2l, MDB_INTEGERKEY databases)."""
     cdef uint32_t v
     memcpy(&v, p, 4)
     return v

@@ -6,7 +6,7 @@ in ``_codec.pxd``, inlined into every module that uses it.
 
 Layout of one environment (a directory holding ``data.mdb`` / ``lock.mdb``),
 every integer big-endian so that byte order is numeric order (except the
-keys of ``i2t``):
+keys of ``i2t`` and ``i2l``):
 
 ``meta``  name -> value (``format`` = FORMAT_VERSION, ``bnode_docs`` counter,
           ``terms_filed``: the last id filed in ``t2i``, when some are not)

@@ -4,7 +4,7 @@ the core becomes one (``raise_rc``, for the other modules' ``cimport``).
 ``lakebench._store`` re-exports the classes.
 """
 from liblmdb cimport mdb_strerror, MDB_MAP_FULL
-from lakebench._codec cimport E_NOMEM, E_IDS, E_CORRUPT, E_TERM
+from lakebench._codec cimport E_NOMEM, E_IDS, E_CORRUPT, E_TERM, E_DANGLING
 
 
 class StoreError(Exception):
@@ -46,6 +46,8 @@ def _strerror(int code):
         return "corrupted entry (unexpected key or value size)"
     if code == E_TERM:
         return "invalid encoded term"
+    if code == E_DANGLING:
+        return "a quad names a term id that is not stored (the store is damaged: run lakebench check)"
     return mdb_strerror(code).decode("utf-8", "replace") + f" ({code})"
 
 

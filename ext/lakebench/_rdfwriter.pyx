@@ -16,8 +16,8 @@ from libc.string cimport memcmp, memset, memchr
 from libc.stdlib cimport calloc, free
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-from liblmdb cimport MDB_txn, MDB_dbi, MDB_val
-from lakebench._codec cimport (E_NOMEM, E_TERM, TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL,
+from liblmdb cimport MDB_txn, MDB_dbi, MDB_val, MDB_NOTFOUND
+from lakebench._codec cimport (E_NOMEM, E_TERM, E_DANGLING, TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL,
                                TERM_TYPED_LITERAL, iri_forbidden, is_alpha, is_digit, get_term)
 from lakebench._tables cimport Buf, buf_reserve, buf_put, buf_byte, buf_free
 
@@ -233,6 +233,8 @@ cdef int tw_header(TripleWriter* w) noexcept nogil:
 cdef inline int put_term(TripleWriter* w, Buf* out, uint32_t tid, Prefixes* px, bint predicate) noexcept nogil:
     cdef MDB_val t
     cdef int rc = get_term(w.txn, w.dbi, tid, &t)
+    if rc == MDB_NOTFOUND:
+        return E_DANGLING   # not the scan's end: a quad names no term
     if rc:
         return rc
     return render_term(out, <const uint8_t*>t.mv_data, t.mv_size, px, predicate)

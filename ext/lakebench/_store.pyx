@@ -26,7 +26,8 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, put_be32,
+from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
+                               put_be32,
                                get_be32, get_term, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
                                ht_free, bloom_free)
@@ -84,6 +85,7 @@ cdef class Environment:
     cdef readonly bint defer_filing
     cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
+    cdef bint i2l_aliased      # read-only, of format 1 or 2: no i2l (see _open_dbs)
 
     def __cinit__(self):
         self.env = NULL
@@ -154,8 +156,10 @@ cdef class Environment:
                 if rc == MDB_NOTFOUND and n == "i2l":
                     # A store of format 1 or 2, read-only: its ids are all
                     # plain, so i2l is never asked for a term, and a scan of
-                    # its (literal-bit) keys in i2t finds none.
+                    # its (literal-bit) keys in i2t finds none.  Until a
+                    # writer upgrades it: each transaction checks (_begin).
                     self.dbi[i] = self.dbi[DB_I2T]
+                    self.i2l_aliased = True
                     rc = 0
                 if rc == MDB_NOTFOUND:
                     raise StoreError(f"{self.path!r} is not a lakebench store (no {n!r} database)")
@@ -279,6 +283,16 @@ cdef class Environment:
 
 
 # ---------------------------------------------------------------- transactions
+cdef uint32_t _format_of(MDB_txn* txn, MDB_dbi meta):
+    """The store format a transaction sees (0 when unreadable)."""
+    cdef MDB_val k, v
+    k.mv_data = <char*>b"format"
+    k.mv_size = 6
+    if mdb_get(txn, meta, &k, &v) or v.mv_size != 4:
+        return 0
+    return get_be32(<uint8_t*>v.mv_data)
+
+
 cdef class Txn:
     """A read or write transaction; every store operation runs inside one.
 
@@ -333,6 +347,10 @@ cdef class Txn:
                 PyThread_release_lock(env.wlock)
             raise_rc(rc, "mdb_txn_begin")
         env.open_txns += 1
+        if env.i2l_aliased and _format_of(t.core.txn, env.dbi[DB_META]) == FORMAT_VERSION:
+            t._end(False)
+            raise StoreError(f"{env.path!r} was upgraded to format {FORMAT_VERSION} by a writer "
+                             "after this read-only open: open it again")
         return t
 
     def __dealloc__(self):
@@ -997,6 +1015,8 @@ cdef class _Scan:
                 if self.mode == 0:
                     for j in range(4):
                         rc = get_term(self.t.core.txn, self.t.env.dbi, self.batch[n][j], &self.terms[n][j])
+                        if rc == MDB_NOTFOUND:
+                            rc = E_DANGLING   # not the scan's end: a quad names no term
                         if rc:
                             break
                     if rc:

@@ -90,7 +90,7 @@ cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) no
 # ---------------------------------------------------------------- hash table of ids
 # Term hash -> term id, without the terms: the ids a store has not yet filed
 # in ``t2i`` (see _termids).  A hit is a candidate, confirmed by comparing
-# the term stored in ``i2t``.  Open addressing; an id of 0 marks a free slot.
+# the term stored in ``i2t`` or ``i2l``.  Open addressing; an id of 0 marks a free slot.
 cdef struct HSlot:
     uint64_t h
     uint32_t id

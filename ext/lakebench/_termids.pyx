@@ -165,12 +165,12 @@ cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexce
     return rc
 
 cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcept nogil:
-    """The table holding every id in (w, m], brought up to date from i2t.
+    """The table holding every id in (w, m], brought up to date from i2t and i2l.
 
     Its entries are facts that never change (an id, once committed, names
     one term forever), so a table built by one transaction serves the next
     ones too; an id of this transaction's that was never committed only
-    makes a candidate that the comparison with i2t turns down.
+    makes a candidate that the comparison with the stored term turns down.
     """
     cdef HTable* t = c.unfiled if c.unfiled != NULL else &c.own
     cdef int rc

@@ -3,6 +3,8 @@ independently with py-lmdb, the check, map growth."""
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 
 import lmdb
 import pytest
@@ -10,7 +12,7 @@ import rdflib
 from rdflib.compare import isomorphic
 
 from lakebench import _store
-from lakebench.store import LmdbStore, ParseError, check
+from lakebench.store import LmdbStore, ParseError, StoreError, check
 from lakebench.store.terms import DEFAULT_GRAPH, decode, iri, literal
 from lakebench.workload import Workload
 
@@ -256,6 +258,44 @@ def test_a_store_of_format_2_keeps_its_literals_in_i2t_and_takes_new_ones_in_i2l
     with env.begin() as txn:
         assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == 3
     env.close()
+
+
+def test_a_reader_of_format_2_refuses_to_read_once_a_writer_upgraded_the_store(tmp_path):
+    """A read-only open of a format-2 store has no i2l to read: once a writer
+    has upgraded the store and stored literals there, the reader says so
+    instead of returning results without them."""
+    path = tmp_path / "store"
+    s, p, old, g = iri("http://ex.org/s"), iri("http://ex.org/p"), literal("old value"), iri("http://ex.org/g")
+    _format_2_store(path, {1: s, 2: p, 3: old, 4: g}, [(1, 2, 3, 4)])
+    upgrade = ("import sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri, literal\n"
+               "with LmdbStore(sys.argv[1], log=False) as store:\n"
+               "    store.add([(iri('http://ex.org/s'), iri('http://ex.org/p'), literal('newer'), iri('http://ex.org/g'))])")
+    with LmdbStore(path, readonly=True) as reader:
+        assert reader.count(s=s) == 1
+        subprocess.run([sys.executable, "-c", upgrade, str(path)], check=True)   # another process
+        with pytest.raises(StoreError, match="upgraded to format 3 by a writer .* open it again"):
+            reader.count(s=s)
+    with LmdbStore(path, readonly=True) as reader:   # opened again: it reads i2l
+        assert reader.count(s=s) == 2 and reader.count(o=literal("newer")) == 1
+
+
+def test_a_quad_naming_a_missing_term_is_an_error_not_the_end_of_the_scan(tmp_path):
+    path = tmp_path / "store"
+    s, p, g = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
+    with LmdbStore(path, log=False) as store:
+        store.add([(s, p, literal(f"value {i}"), g) for i in range(3)])
+        with store.read() as txn:
+            gone = txn.term_id(literal("value 1"))
+    env = lmdb.open(str(path), max_dbs=16)
+    i2l = env.open_db(b"i2l", integerkey=True, create=False)
+    with env.begin(write=True) as txn:   # damage: the literal's term is lost, its quad stays
+        assert txn.delete(struct.pack("=I", gone), db=i2l)
+    env.close()
+    with LmdbStore(path, readonly=True) as store:
+        for read in (lambda: store.quads(s=s), lambda: store.serialize(graph=g, format="nt"),
+                     lambda: store.serialize(graph=g, format="turtle")):
+            with pytest.raises(StoreError, match="names a term id that is not stored"):
+                read()
 
 
 def test_a_containers_iris_sit_together_apart_from_the_literals(tmp_path):

@@ -195,6 +195,22 @@ def test_check_finds_an_unfiled_term_stored_twice(half_filed):
     assert f"terms 1 and {last + 1} are the same term stored twice" in problems
 
 
+def test_check_finds_a_sequence_number_used_by_an_iri_and_a_literal(half_filed):
+    """Ids of every kind share one counter: an IRI in i2t under the number
+    of a literal of i2l breaks it."""
+    path, _, last = half_filed
+    put = []
+
+    def reuse(txn, dbs):
+        literal_id, _ = _term_numbered(txn, dbs, last)
+        assert literal_id & _store.ID_LITERAL_BIT
+        txn.put(struct.pack("=I", last), iri("http://ex.org/stray"), db=dbs["i2t"])
+        put.append(literal_id)
+
+    problems = _damage(path, reuse)
+    assert f"terms {last} (i2t) and {put[0]} (i2l) share the sequence number {last}" in problems
+
+
 def test_reads_through_the_default_graph_find_unfiled_ids(tmp_path):
     with LmdbStore(tmp_path / "s") as store:
         store.add([(iri("http://ex.org/a"), P, literal("x"), DEFAULT_GRAPH)])

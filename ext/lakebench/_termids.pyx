@@ -27,7 +27,7 @@ from libc.stdlib cimport malloc, free, qsort
 from liblmdb cimport *
 from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_SIZE, HASH_SIZE,
                                ID_LITERAL, ID_SEQ_MASK, id_seq, is_literal_term,
-                               TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL, TERM_TYPED_LITERAL,
+                               TERM_IRI, TERM_BLANK,
                                put_be32, get_be32, put_be64, get_be64, ld32, get_term, hash_bytes)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, tt_term, tt_find, tt_add,
                                tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, bloom_size,
@@ -705,7 +705,7 @@ cdef void merge_cache(TxnCore* c) noexcept nogil:
     for i in range(s.n):
         e = &s.ents[i]
         t = tt_term(s, i)
-        if t[0] == TERM_LITERAL or t[0] == TERM_LANG_LITERAL or t[0] == TERM_TYPED_LITERAL:
+        if is_literal_term(t):
             if e.len > CACHE_MAX_LITERAL:
                 continue
         elif t[0] != TERM_IRI:

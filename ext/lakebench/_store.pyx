@@ -669,7 +669,7 @@ cdef class Txn:
         self._live()
         mdb_stat(self.core.txn, self.env.dbi[DB_I2T], &st)
         n = st.ms_entries
-        if self.env.dbi[DB_I2L] != self.env.dbi[DB_I2T]:
+        if not self.env.i2l_aliased:
             mdb_stat(self.core.txn, self.env.dbi[DB_I2L], &st)
             n += st.ms_entries
         return n
@@ -866,7 +866,7 @@ cdef class Txn:
         self._live()
         out = {}
         for i, name in enumerate(DB_NAMES):
-            if i == DB_I2L and self.env.dbi[i] == self.env.dbi[DB_I2T]:
+            if i == DB_I2L and self.env.i2l_aliased:
                 memset(&st, 0, sizeof(MDB_stat))   # a format-2 store opened read-only: no i2l
             else:
                 mdb_stat(self.core.txn, self.env.dbi[i], &st)

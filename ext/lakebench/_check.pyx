@@ -152,6 +152,10 @@ cdef inline size_t id_bit(uint32_t tid) noexcept nogil:
 cdef inline bint has_id(Check* ck, uint32_t i) noexcept nogil:
     return id_seq(i) != 0 and id_seq(i) <= ck.max_id and (ck.bitmap[id_bit(i) >> 3] & (1 << (id_bit(i) & 7))) != 0
 
+cdef inline void mark_id(Check* ck, uint32_t i) noexcept nogil:
+    """Record that id ``i`` exists (its number is at most ck.max_id)."""
+    ck.bitmap[id_bit(i) >> 3] |= <uint8_t>(1 << (id_bit(i) & 7))
+
 cdef int last_key_seq(MDB_txn* txn, MDB_dbi dbi, uint32_t* m) noexcept nogil:
     """The sequence number of the last key of i2t or i2l (0: none)."""
     cdef MDB_cursor* cur
@@ -173,6 +177,7 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
     cdef MDB_val k, v, k2, v2
     cdef MDB_stat stat
     cdef uint32_t tid, literal = ID_LITERAL if db == DB_I2L else 0
+    cdef int tree = W_I2L if literal else W_I2T
     cdef uint64_t h
     cdef uint8_t hk[8]
     cdef uint8_t idb[4]
@@ -184,17 +189,17 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
     while rc == 0:
         if walked == stat.ms_entries:
-            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_I2L if literal else W_I2T)
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, tree)
             rc = MDB_NOTFOUND
             break
         walked += 1
         ck.terms += 1
         if k.mv_size != 4 or (ld32(k.mv_data) & ID_LITERAL) != literal or id_seq(ld32(k.mv_data)) > ck.max_id:
-            problem(ck, K_BAD_ID_KEY, 0, 0, 0, 0, W_I2L if literal else W_I2T)   # keys out of order: damage
+            problem(ck, K_BAD_ID_KEY, 0, 0, 0, 0, tree)   # keys out of order: damage
             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
             continue
         tid = ld32(k.mv_data)
-        ck.bitmap[id_bit(tid) >> 3] |= <uint8_t>(1 << (id_bit(tid) & 7))
+        mark_id(ck, tid)
         if literal and has_id(ck, id_seq(tid)):   # i2t, walked first, has the number too
             problem(ck, K_SEQ_TWICE, id_seq(tid), tid, 0, 0, 0)
         if not valid_term(<uint8_t*>v.mv_data, v.mv_size):

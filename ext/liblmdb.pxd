@@ -120,6 +120,7 @@ cdef extern from "lmdb.h" nogil:
     void mdb_txn_abort(MDB_txn *txn)
 
     int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *dbi)
+    int mdb_drop(MDB_txn *txn, MDB_dbi dbi, int del_)
     int mdb_stat(MDB_txn *txn, MDB_dbi dbi, MDB_stat *stat)
 
     int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)

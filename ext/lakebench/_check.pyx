@@ -6,8 +6,9 @@ under ids with the literal bit, ``i2t`` the other ids), and filed under its own 
 ``terms_filed``, and those a sweep filed; the other ids are in no hash
 entry), every hash entry
 names a term with that hash, no term is stored twice, every quad of ``spoc`` is in
-the three other indices (which hold as many entries), and every id in a
-quad names a term.  It reads the raw entries itself rather than through the
+the two other indices (which hold as many entries), ``cs`` holds exactly
+the (graph, subject) pairs of the quads, and every id in a quad names a
+term.  It reads the raw entries itself rather than through the
 transaction's scan, since a wrong-sized entry is a problem to report here,
 not an error that stops the walk.
 
@@ -24,7 +25,7 @@ from libc.stdlib cimport calloc, free
 from liblmdb cimport *
 from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
 from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
-                               DB_SPOC, DB_CSPO, IX_SPOC, Quad, put_be32,
+                               DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, Quad, put_be32,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
                                valid_term, get_term, hash_bytes)
 
@@ -47,7 +48,8 @@ cdef struct Check:
     size_t unfiled_terms
     size_t hash_entries
     size_t collisions
-    size_t entries[4]
+    size_t entries[N_INDEXES]
+    size_t pairs          # entries of cs
     size_t triples
     size_t graphs
     size_t subjects
@@ -76,6 +78,8 @@ cdef enum:
     K_BAD_SWEEP
     K_MISPLACED_TERM
     K_SEQ_TWICE
+    K_MISSING_PAIR   # a quad's (graph, subject) not in cs
+    K_STALE_PAIR     # a pair of cs that no quad holds
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -93,12 +97,12 @@ cdef enum:
     W_I2T = 0
     W_T2I
     W_SPOC
-    W_CSPO
+    W_CS
     W_I2L
 
 cdef str _problem_text(Problem* p):
-    names = ("spoc", "posc", "ospc", "cspo")
-    walked = ("i2t", "t2i", "spoc", "cspo", "i2l")  # by W_*
+    names = ("spoc", "posc", "ospc")
+    walked = ("i2t", "t2i", "spoc", "cs", "i2l")  # by W_*
     quad = f"(s={p.a}, p={p.b}, o={p.c}, c={p.d})"
     if p.code == K_BAD_TERM:
         return f"term {p.a}: invalid encoding"
@@ -136,6 +140,10 @@ cdef str _problem_text(Problem* p):
         return f"term {p.a}: in i2l, which holds literals only"
     if p.code == K_SEQ_TWICE:
         return f"terms {p.a} (i2t) and {p.b} (i2l) share the sequence number {p.a}"
+    if p.code == K_MISSING_PAIR:
+        return f"quad {quad} is in spoc but cs does not list its subject under its graph"
+    if p.code == K_STALE_PAIR:
+        return f"cs lists subject {p.a} under graph {p.b}, which holds no quad of it"
     if p.code == K_WALK_LOOPS:
         return (f"{walked[p.ix]}: a walk met more entries than the {p.a:,} the tree records "
                 f"(its pages are damaged: they lead round in a loop, or the count is wrong); walk stopped")
@@ -336,11 +344,12 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     if ck.hash_entries != ck.filed_terms:
         problem(ck, K_COUNT_TERMS, <uint32_t>ck.hash_entries, <uint32_t>ck.filed_terms, 0, 0, 0)
     have = False
-    # 3. every spoc quad is in the three other indices, with known ids
-    for ix in range(4):
+    # 3. every spoc quad is in the two other indices, with known ids, and
+    #    its (graph, subject) pair in cs
+    for ix in range(N_INDEXES):
         mdb_stat(txn, dbi[DB_SPOC + ix], &stat)
         ck.entries[ix] = stat.ms_entries
-    for ix in range(1, 4):
+    for ix in range(1, N_INDEXES):
         if ck.entries[ix] != ck.entries[0]:
             problem(ck, K_COUNT_INDEX, <uint32_t>ck.entries[ix], <uint32_t>ck.entries[0], 0, 0, ix)
     rc = mdb_cursor_open(txn, dbi[DB_SPOC], &cur)
@@ -373,23 +382,32 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         qq.a = q[1]
         qq.b = q[2]
         qq.c = q[3]
-        for ix in range(1, 4):
-            to_entry(ix, &qq, &e)
-            pack_entry(&e, kb, vb)
+        for ix in range(1, N_INDEXES + 1):
+            if ix < N_INDEXES:
+                to_entry(ix, &qq, &e)
+                pack_entry(&e, kb, vb)
+                k2.mv_size = 4
+                v2.mv_size = 12
+            else:                     # cs: graph -> subject
+                put_be32(kb, qq.c)
+                put_be32(vb, qq.k)
+                k2.mv_size = ID_SIZE
+                v2.mv_size = ID_SIZE
             k2.mv_data = kb
-            k2.mv_size = 4
             v2.mv_data = vb
-            v2.mv_size = 12
             if c2 != NULL:
                 mdb_cursor_close(c2)
                 c2 = NULL
-            rc = mdb_cursor_open(txn, dbi[DB_SPOC + ix], &c2)
+            rc = mdb_cursor_open(txn, dbi[DB_SPOC + ix] if ix < N_INDEXES else dbi[DB_CS], &c2)
             if rc:
                 mdb_cursor_close(cur)
                 return rc
             rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
             if rc == MDB_NOTFOUND:
-                problem(ck, K_MISSING_ENTRY, q[0], q[1], q[2], q[3], ix)
+                if ix < N_INDEXES:
+                    problem(ck, K_MISSING_ENTRY, q[0], q[1], q[2], q[3], ix)
+                else:
+                    problem(ck, K_MISSING_PAIR, q[0], q[1], q[2], q[3], 0)
             elif rc:
                 mdb_cursor_close(cur)
                 mdb_cursor_close(c2)
@@ -397,23 +415,64 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
     if c2 != NULL:
         mdb_cursor_close(c2)
+        c2 = NULL
     mdb_cursor_close(cur)
     if rc != MDB_NOTFOUND:
         return rc
-    # 4. graphs: distinct keys of cspo
-    rc = mdb_cursor_open(txn, dbi[DB_CSPO], &cur)
+    # 4. cs: every pair names a subject with a quad in the graph (with 3,
+    #    cs holds exactly the pairs of the quads); graphs: its distinct keys
+    mdb_stat(txn, dbi[DB_CS], &stat)
+    rc = mdb_cursor_open(txn, dbi[DB_CS], &cur)
     if rc:
         return rc
+    rc = mdb_cursor_open(txn, dbi[DB_SPOC], &c2)
+    if rc:
+        mdb_cursor_close(cur)
+        return rc
+    have = False
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
     while rc == 0:
-        if ck.graphs == ck.entries[3]:
-            problem(ck, K_WALK_LOOPS, <uint32_t>ck.entries[3], 0, 0, 0, W_CSPO)
+        if ck.pairs == stat.ms_entries:
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_CS)
             rc = MDB_NOTFOUND
             break
-        ck.graphs += 1
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)
+        ck.pairs += 1
+        if k.mv_size != ID_SIZE or v.mv_size != ID_SIZE:
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+        else:
+            if not have or memcmp(prev, k.mv_data, 4) != 0:
+                ck.graphs += 1
+                memcpy(prev, k.mv_data, 4)
+                have = True
+            rc = pair_held(c2, get_be32(<uint8_t*>k.mv_data), get_be32(<uint8_t*>v.mv_data))
+            if rc == MDB_NOTFOUND:
+                problem(ck, K_STALE_PAIR, get_be32(<uint8_t*>v.mv_data), get_be32(<uint8_t*>k.mv_data), 0, 0, 0)
+            elif rc:
+                break
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    mdb_cursor_close(c2)
     mdb_cursor_close(cur)
     return 0 if rc == MDB_NOTFOUND else rc
+
+cdef int pair_held(MDB_cursor* spoc, uint32_t graph, uint32_t subject) noexcept nogil:
+    """0 when spoc holds a quad of ``subject`` in ``graph``, MDB_NOTFOUND when
+    not (a walk of the subject's entries up to the first in the graph)."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[4]
+    cdef size_t n, seen = 0
+    cdef int rc
+    put_be32(kb, subject)
+    k.mv_data = kb
+    k.mv_size = 4
+    rc = mdb_cursor_get(spoc, &k, &v, MDB_SET_KEY)
+    if rc == 0:
+        rc = mdb_cursor_count(spoc, &n)
+    while rc == 0 and seen < n:      # bounded: damaged pages may loop
+        seen += 1
+        if v.mv_size == 12 and get_be32(<uint8_t*>v.mv_data + 8) == graph:
+            return 0
+        rc = mdb_cursor_get(spoc, &k, &v, MDB_NEXT_DUP)
+    return MDB_NOTFOUND if rc == 0 else rc
 
 cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen, uint32_t tid,
                        const uint8_t* p, size_t n, uint64_t h, Check* ck) noexcept nogil:
@@ -498,8 +557,8 @@ cdef tuple check_snapshot(MDB_txn* txn, MDB_dbi* dbi, size_t max_problems, int* 
             "terms": ck.terms,
             "graphs": ck.graphs,
             "subjects": ck.subjects,
-            "index_entries": {"spoc": ck.entries[0], "posc": ck.entries[1],
-                              "ospc": ck.entries[2], "cspo": ck.entries[3]},
+            "index_entries": {"spoc": ck.entries[0], "posc": ck.entries[1], "ospc": ck.entries[2]},
+            "graph_subjects": ck.pairs,
             "hash_entries": ck.hash_entries,
             "unfiled_terms": ck.unfiled_terms,
             "hash_collisions": ck.collisions,

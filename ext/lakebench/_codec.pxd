@@ -16,18 +16,18 @@ cdef enum:
     DB_SPOC = 3     # quad index ix = db - DB_SPOC
     DB_POSC = 4
     DB_OSPC = 5
-    DB_CSPO = 6
+    DB_CS = 6       # graph -> its subjects (a graph's quads are read from spoc)
     DB_NS = 7
     DB_GRAPHS = 8
     DB_I2L = 9      # literals' ids -> terms (i2t holds the other kinds)
     N_DBS = 10
 
-# The four quad indices.
+# The three quad indices.
 cdef enum:
     IX_SPOC = 0
     IX_POSC = 1
     IX_OSPC = 2
-    IX_CSPO = 3
+    N_INDEXES = 3
 
 # The core's error codes (LMDB's are -30799 .. -30780; 0 is success).
 cdef enum:
@@ -120,10 +120,8 @@ cdef inline void to_entry(int ix, const Quad* q, Quad* e) noexcept nogil:
         e.k = q.k; e.a = q.a; e.b = q.b; e.c = q.c
     elif ix == IX_POSC:
         e.k = q.a; e.a = q.b; e.b = q.k; e.c = q.c
-    elif ix == IX_OSPC:
-        e.k = q.b; e.a = q.k; e.b = q.a; e.c = q.c
     else:
-        e.k = q.c; e.a = q.k; e.b = q.a; e.c = q.b
+        e.k = q.b; e.a = q.k; e.b = q.a; e.c = q.c
 
 cdef inline void from_entry(int ix, uint32_t k, uint32_t a, uint32_t b, uint32_t c, uint32_t* q) noexcept nogil:
     """The quad ``q[4]`` (s, p, o, c) of an entry of index ``ix``."""
@@ -131,10 +129,8 @@ cdef inline void from_entry(int ix, uint32_t k, uint32_t a, uint32_t b, uint32_t
         q[0] = k; q[1] = a; q[2] = b; q[3] = c
     elif ix == IX_POSC:
         q[1] = k; q[2] = a; q[0] = b; q[3] = c
-    elif ix == IX_OSPC:
-        q[2] = k; q[0] = a; q[1] = b; q[3] = c
     else:
-        q[3] = k; q[0] = a; q[1] = b; q[2] = c
+        q[2] = k; q[0] = a; q[1] = b; q[3] = c
 
 cdef inline void pack_entry(const Quad* e, uint8_t* key, uint8_t* value) noexcept nogil:
     """An entry as its 4-byte key and 12-byte value."""

@@ -25,11 +25,14 @@ keys of ``i2t`` and ``i2l``):
 ``i2l``   the same for literals, whose ids have the top bit set.  An id's
           other 31 bits are its sequence number, from 1, one counter for
           both; each database is appended in id order, so pages are full.
-          (A format-2 store holds literals in i2t too, under plain ids.)
-``spoc``  s -> (p, o, c)  \\
-``posc``  p -> (o, s, c)   | 4-byte key, 12-byte values, DUPSORT|DUPFIXED:
-``ospc``  o -> (s, p, c)   | one entry per quad in each index.
-``cspo``  c -> (s, p, o)  /
+          (A store first written as format 2 holds literals in i2t too,
+          under plain ids.)
+``spoc``  s -> (p, o, c)  \\  4-byte key, 12-byte values, DUPSORT|DUPFIXED:
+``posc``  p -> (o, s, c)   | one entry per quad in each index.
+``ospc``  o -> (s, p, c)  /
+``cs``    graph id -> subject id (4 bytes each, DUPSORT|DUPFIXED): the
+          subjects of a graph's quads, each once; a graph's quads are read
+          from spoc, a prefix scan per subject filtered by the graph.
 
 An encoded term is one kind byte and UTF-8 text:
 ``I`` + IRI, ``B`` + blank node label, ``L`` + lexical form (simple literal),
@@ -42,17 +45,18 @@ b'Ihttp://ex.org/a'
 from libc.stdint cimport uint8_t, uint32_t
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
+#: 4: no ``cspo`` index, ``cs`` lists a graph's subjects instead;
 #: 3: new literals are stored in ``i2l`` under ids with the top bit set;
-#: 2: ids above ``meta``'s ``terms_filed`` are not in t2i; 1 had neither.
-#: Both are read as 3 (their ids are all plain).
-FORMAT_VERSION = 3
+#: 2: ids above ``meta``'s ``terms_filed`` are not in t2i; 1 had none of these.
+#: A writable open upgrades an older store to 4 (a read-only open refuses it).
+FORMAT_VERSION = 4
 #: Sub-database names, in the order of the ``dbi`` array.
-DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cspo", "ns", "graphs", "i2l")
+DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cs", "ns", "graphs", "i2l")
 #: The bit of a term id that says it names a literal (in ``i2l``).
 ID_LITERAL_BIT = 1 << 31
 assert ID_LITERAL_BIT == <uint32_t>ID_LITERAL
-#: Order of the four quad indices: which quad position is the key, which the values.
-INDEX_ORDER = {"spoc": "s:poc", "posc": "p:osc", "ospc": "o:spc", "cspo": "c:spo"}
+#: Order of the three quad indices: which quad position is the key, which the values.
+INDEX_ORDER = {"spoc": "s:poc", "posc": "p:osc", "ospc": "o:spc"}
 
 #: The kind byte of each kind of encoded term (lakebench.store.terms builds terms with them).
 KIND_IRI = bytes([TERM_IRI])

@@ -26,7 +26,8 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CSPO, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
+from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING, E_CORRUPT,
+                               ID_SIZE, ENTRY_VALUE_SIZE,
                                put_be32,
                                get_be32, get_term, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
@@ -36,7 +37,8 @@ from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, t
 from lakebench._check cimport check_snapshot
 from lakebench._errors cimport raise_rc
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
-                                 delete_quads, plan_scan, scan_open, scan_next, scan_count, count_triples)
+                                 delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
+                                 count_triples)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
                                  file_terms_step)
 
@@ -53,6 +55,60 @@ from lakebench._rdfwriter import render_ntriples_term
 def lmdb_version():
     """The linked LMDB's version string."""
     return mdb_version(NULL, NULL, NULL).decode()
+
+
+# ---------------------------------------------------------------- upgrading
+cdef _graphs_from_cspo(MDB_txn* txn, MDB_dbi cs):
+    """Upgrade a store of format 1 to 3: fill cs with the (graph, subject)
+    pairs of its cspo index, then delete cspo (format 4 reads a graph from
+    spoc, through cs).  In the opening write transaction."""
+    cdef MDB_dbi cspo
+    cdef MDB_cursor* cur = NULL
+    cdef MDB_cursor* out = NULL
+    cdef MDB_val k, v, ok, ov
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ID_SIZE]
+    cdef uint32_t g, s, last_g = 0, last_s = 0
+    cdef int rc
+    rc = mdb_dbi_open(txn, b"cspo", MDB_DUPSORT | MDB_DUPFIXED, &cspo)
+    if rc == MDB_NOTFOUND:
+        return
+    if rc:
+        raise_rc(rc, "opening database 'cspo' to upgrade it")
+    rc = mdb_cursor_open(txn, cspo, &cur)
+    if rc == 0:
+        rc = mdb_cursor_open(txn, cs, &out)
+    if rc == 0:
+        with nogil:
+            rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+            while rc == 0:
+                if k.mv_size != ID_SIZE or v.mv_size != ENTRY_VALUE_SIZE:
+                    rc = E_CORRUPT
+                    break
+                # cspo is sorted by graph, then subject: pairs come in cs's order
+                g = get_be32(<uint8_t*>k.mv_data)
+                s = get_be32(<uint8_t*>v.mv_data)
+                if g != last_g or s != last_s:
+                    put_be32(kb, g)
+                    put_be32(vb, s)
+                    ok.mv_data = kb
+                    ok.mv_size = ID_SIZE
+                    ov.mv_data = vb
+                    ov.mv_size = ID_SIZE
+                    rc = mdb_cursor_put(out, &ok, &ov, MDB_APPENDDUP if g == last_g else MDB_APPEND)
+                    if rc:
+                        break
+                    last_g = g
+                    last_s = s
+                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    if cur != NULL:
+        mdb_cursor_close(cur)
+    if out != NULL:
+        mdb_cursor_close(out)
+    if rc == MDB_NOTFOUND:
+        rc = mdb_drop(txn, cspo, 1)
+    if rc:
+        raise_rc(rc, "upgrading cspo to cs")
 
 
 # ---------------------------------------------------------------- the environment
@@ -85,7 +141,6 @@ cdef class Environment:
     cdef readonly bint defer_filing
     cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
-    cdef bint i2l_aliased      # read-only, of format 1 or 2: no i2l (see _open_dbs)
 
     def __cinit__(self):
         self.env = NULL
@@ -138,6 +193,7 @@ cdef class Environment:
         cdef MDB_txn* txn
         cdef int rc, i
         cdef unsigned int f
+        cdef uint32_t fmt
         cdef MDB_val k, v
         cdef bytes name
         cdef uint8_t ver[4]
@@ -147,36 +203,37 @@ cdef class Environment:
         try:
             for i, n in enumerate(DB_NAMES):
                 name = n.encode()
-                f = MDB_DUPSORT | MDB_DUPFIXED if n in ("t2i", "spoc", "posc", "ospc", "cspo") else 0
+                f = MDB_DUPSORT | MDB_DUPFIXED if n in ("t2i", "spoc", "posc", "ospc", "cs") else 0
                 if n in ("i2t", "i2l"):
                     f = MDB_INTEGERKEY
                 if not self.readonly:
                     f |= MDB_CREATE
                 rc = mdb_dbi_open(txn, name, f, &self.dbi[i])
-                if rc == MDB_NOTFOUND and n == "i2l":
-                    # A store of format 1 or 2, read-only: its ids are all
-                    # plain, so i2l is never asked for a term, and a scan of
-                    # its (literal-bit) keys in i2t finds none.  Until a
-                    # writer upgrades it: each transaction checks (_begin).
-                    self.dbi[i] = self.dbi[DB_I2T]
-                    self.i2l_aliased = True
-                    rc = 0
                 if rc == MDB_NOTFOUND:
                     raise StoreError(f"{self.path!r} is not a lakebench store (no {n!r} database)")
                 if rc:
                     raise_rc(rc, f"opening database {n!r}")
+                if i == DB_META and self.readonly:
+                    # an older store lacks what this format reads (cs, i2l)
+                    fmt = _format_of(txn, self.dbi[DB_META])
+                    if 0 < fmt < FORMAT_VERSION:
+                        raise StoreError(f"{self.path!r} is a store of format {fmt}, an older lakebench's: "
+                                         f"open it once for writing to upgrade it to format {FORMAT_VERSION}")
             k.mv_data = <char*>b"format"
             k.mv_size = 6
             rc = mdb_get(txn, self.dbi[DB_META], &k, &v)
             if rc and (rc != MDB_NOTFOUND or self.readonly):
                 raise_rc(rc, "reading the format version")
-            if rc == 0 and (v.mv_size != 4 or get_be32(<uint8_t*>v.mv_data) not in (1, 2, FORMAT_VERSION)):
+            fmt = 0 if rc else (get_be32(<uint8_t*>v.mv_data) if v.mv_size == 4 else 0xFFFFFFFFU)
+            if rc == 0 and not 1 <= fmt <= FORMAT_VERSION:
                 raise StoreError(f"{self.path!r}: unsupported store format")
-            # A new store gets the version.  A writable open marks an older
-            # store before any write, since a reader of an older format would
-            # miss what it may then hold: ids left out of t2i (the
-            # ``terms_filed`` entry, from format 2) and literals in i2l (3).
-            if not self.readonly and (rc == MDB_NOTFOUND or get_be32(<uint8_t*>v.mv_data) != FORMAT_VERSION):
+            # A new store gets the version.  A writable open upgrades an
+            # older store before any write (an older lakebench then refuses
+            # it rather than misread it: ids left out of t2i, from format
+            # 2; literals in i2l, 3; no cspo, 4).
+            if not self.readonly and fmt != FORMAT_VERSION:
+                if 0 < fmt < 4:
+                    _graphs_from_cspo(txn, self.dbi[DB_CS])
                 put_be32(ver, FORMAT_VERSION)
                 v.mv_data = ver
                 v.mv_size = 4
@@ -347,10 +404,6 @@ cdef class Txn:
                 PyThread_release_lock(env.wlock)
             raise_rc(rc, "mdb_txn_begin")
         env.open_txns += 1
-        if env.i2l_aliased and _format_of(t.core.txn, env.dbi[DB_META]) == FORMAT_VERSION:
-            t._end(False)
-            raise StoreError(f"{env.path!r} was upgraded to format {FORMAT_VERSION} by a writer "
-                             "after this read-only open: open it again")
         return t
 
     def __dealloc__(self):
@@ -550,8 +603,7 @@ cdef class Txn:
                     rc = qb_push(&q, quad[0], quad[1], quad[2], quad[3])
                     if rc:
                         break
-                mdb_cursor_close(st.cur)
-                st.cur = NULL
+                scan_close(&st)
                 if rc == MDB_NOTFOUND:
                     rc = delete_quads(&self.core, &q)
             if rc:
@@ -650,7 +702,7 @@ cdef class Txn:
             raise_rc(rc, "mdb_cursor_open")
         with nogil:
             rc = scan_count(&st, &n)
-            mdb_cursor_close(st.cur)
+            scan_close(&st)
         if rc != MDB_NOTFOUND:
             raise_rc(rc, "count")
         return n
@@ -669,10 +721,8 @@ cdef class Txn:
         self._live()
         mdb_stat(self.core.txn, self.env.dbi[DB_I2T], &st)
         n = st.ms_entries
-        if not self.env.i2l_aliased:
-            mdb_stat(self.core.txn, self.env.dbi[DB_I2L], &st)
-            n += st.ms_entries
-        return n
+        mdb_stat(self.core.txn, self.env.dbi[DB_I2L], &st)
+        return n + st.ms_entries
 
     def unfiled_terms(self):
         """How many term ids are not yet filed in ``t2i`` (looked up through
@@ -717,7 +767,7 @@ cdef class Txn:
         cdef set ids = set()
         self._live()
         if s is None and p is None and o is None:
-            for db in (DB_CSPO, DB_GRAPHS):
+            for db in (DB_CS, DB_GRAPHS):
                 rc = mdb_cursor_open(self.core.txn, self.env.dbi[db], &cur)
                 if rc:
                     raise_rc(rc, "mdb_cursor_open")
@@ -725,7 +775,7 @@ cdef class Txn:
                 while rc == 0:
                     if k.mv_size == 4:
                         ids.add(get_be32(<uint8_t*>k.mv_data))
-                    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP if db == DB_CSPO else MDB_NEXT)
+                    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP if db == DB_CS else MDB_NEXT)
                 mdb_cursor_close(cur)
                 if rc != MDB_NOTFOUND:
                     raise_rc(rc, "contexts")
@@ -866,10 +916,7 @@ cdef class Txn:
         self._live()
         out = {}
         for i, name in enumerate(DB_NAMES):
-            if i == DB_I2L and self.env.i2l_aliased:
-                memset(&st, 0, sizeof(MDB_stat))   # a format-2 store opened read-only: no i2l
-            else:
-                mdb_stat(self.core.txn, self.env.dbi[i], &st)
+            mdb_stat(self.core.txn, self.env.dbi[i], &st)
             out[name] = {"entries": st.ms_entries, "depth": st.ms_depth, "branch_pages": st.ms_branch_pages,
                          "leaf_pages": st.ms_leaf_pages, "overflow_pages": st.ms_overflow_pages}
         return out
@@ -942,8 +989,9 @@ cdef class _Scan:
             # cursors itself when it ends
             if self.t is not None and (not self.t.write or
                                        (self.t.core.txn != NULL and self.generation == self.t.generation)):
-                mdb_cursor_close(self.st.cur)
+                scan_close(&self.st)
             self.st.cur = NULL
+            self.st.subjects = NULL
         self.done = True
 
     def close(self):

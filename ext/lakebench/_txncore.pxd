@@ -5,7 +5,7 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 
 from liblmdb cimport *
-from lakebench._codec cimport N_DBS, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
+from lakebench._codec cimport N_DBS, N_INDEXES, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
 from lakebench._tables cimport TTable, HTable, HSlot, Bloom, QBuf
 
 cdef struct SweepList:
@@ -21,8 +21,8 @@ cdef struct TxnCore:
     TTable* cache             # the environment's committed terms; written only under its writer lock
     MDB_cursor* cur[N_DBS]    # opened on demand, one per sub-database
     uint32_t next_id          # the next new term id (0: not read yet)
-    uint32_t last_key[4]      # the last key of each quad index, for appends
-    bint last_known[4]
+    uint32_t last_key[N_INDEXES + 1]   # the last key of each quad index and of cs, for appends
+    bint last_known[N_INDEXES + 1]
     TTable seen               # terms resolved in this (write) transaction
     # Term ids not yet filed in t2i (see _txncore): which ids are filed, and
     # the table of the others' hashes this transaction looks them up in.
@@ -65,15 +65,20 @@ cdef struct ScanState:
     int npre
     uint32_t want[4]      # s, p, o, c filters (0 = any)
     int started
+    # A graph's scan (only c bound): its subjects, from cs, each one a scan
+    # of spoc filtered by the graph.  NULL for every other scan.
+    MDB_cursor* subjects
+    uint32_t graph
 
 cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil
 cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil
+cdef void scan_close(ScanState* st) noexcept nogil
+cdef int scan_next_subject(ScanState* st) noexcept nogil
 cdef int scan_count(ScanState* st, size_t* n) noexcept nogil
 cdef int count_triples(TxnCore* c, size_t* n) noexcept nogil
 
-cdef inline int scan_next(ScanState* st, uint32_t* q) noexcept nogil:
-    """Next matching quad into q[4]; MDB_NOTFOUND at the end (inline: it runs once
-    per quad of every read)."""
+cdef inline int scan_key_next(ScanState* st, uint32_t* q) noexcept nogil:
+    """Next matching quad of the scan's key (of every key when it has none)."""
     cdef MDB_val k, v
     cdef uint8_t kb[ID_SIZE]
     cdef uint8_t vb[ENTRY_VALUE_SIZE]
@@ -111,3 +116,18 @@ cdef inline int scan_next(ScanState* st, uint32_t* q) noexcept nogil:
                 or (st.want[2] and q[2] != st.want[2]) or (st.want[3] and q[3] != st.want[3]):
             continue
         return 0
+
+cdef inline int scan_next(ScanState* st, uint32_t* q) noexcept nogil:
+    """Next matching quad into q[4]; MDB_NOTFOUND at the end (inline: it runs once
+    per quad of every read)."""
+    cdef int rc
+    if st.subjects == NULL:
+        return scan_key_next(st, q)
+    while True:            # a graph's scan: subject after subject
+        if st.key:
+            rc = scan_key_next(st, q)
+            if rc != MDB_NOTFOUND:
+                return rc
+        rc = scan_next_subject(st)
+        if rc:
+            return rc

@@ -4,16 +4,18 @@ term ids (``_termids``):
 
 * index writes: quads sorted and inserted index by index, appending
   whenever the key or value sorts last (LMDB splits a full page in the
-  middle otherwise), and deletes;
+  middle otherwise), and deletes; ``cs`` (graph -> subjects) kept exactly
+  the pairs of the quads;
 * scans: a pattern's plan (which index, which key, which leading values)
-  and the one cursor walk that every read of quads goes through.
+  and the one cursor walk that every read of quads goes through; a graph's
+  quads are its subjects' in spoc, filtered by the graph.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memset
 from libc.stdlib cimport malloc, free, qsort
 
 from liblmdb cimport *
-from lakebench._codec cimport (E_NOMEM, E_CORRUPT, DB_SPOC, IX_SPOC, IX_POSC, IX_OSPC, IX_CSPO, ID_SIZE,
+from lakebench._codec cimport (E_NOMEM, E_CORRUPT, DB_SPOC, DB_CS, IX_SPOC, IX_POSC, IX_OSPC, ID_SIZE,
                                ENTRY_VALUE_SIZE, Quad, put_be32, get_be32, ld32, to_entry, pack_entry,
                                cmp_quad)
 from lakebench._tables cimport qb_free
@@ -28,48 +30,93 @@ cdef void core_close_cursors(TxnCore* c) noexcept nogil:
 
 
 # ---------------------------------------------------------------- index writes
-cdef int put_entry(TxnCore* c, int ix, const Quad* e) noexcept nogil:
-    """Insert one entry; 0 when new, MDB_KEYEXIST when already there.
+cdef int put_appending(TxnCore* c, int slot, int db, MDB_val* k, MDB_val* v) noexcept nogil:
+    """Insert one pair (a 4-byte big-endian key) into a DUPSORT database;
+    0 when new, MDB_KEYEXIST when already there.  ``slot`` is the
+    database's last key's place in ``c.last_key``.
 
     Appends when the key or the value sorts last, which keeps pages full
     (LMDB splits a page in the middle otherwise)."""
     cdef MDB_cursor* cur
-    cdef MDB_val k, v
-    cdef uint8_t kb[ID_SIZE]
-    cdef uint8_t vb[ENTRY_VALUE_SIZE]
+    cdef MDB_val lk, lv
+    cdef uint32_t key = get_be32(<uint8_t*>k.mv_data)
     cdef int rc
-    rc = core_cursor(c, DB_SPOC + ix, &cur)
+    rc = core_cursor(c, db, &cur)
     if rc:
         return rc
-    if not c.last_known[ix]:
-        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)
+    if not c.last_known[slot]:
+        rc = mdb_cursor_get(cur, &lk, &lv, MDB_LAST)
         if rc == MDB_NOTFOUND:
-            c.last_key[ix] = 0
+            c.last_key[slot] = 0
         elif rc:
             return rc
         else:
-            c.last_key[ix] = get_be32(<uint8_t*>k.mv_data)
-        c.last_known[ix] = True
+            c.last_key[slot] = get_be32(<uint8_t*>lk.mv_data)
+        c.last_known[slot] = True
+    if key > c.last_key[slot]:
+        rc = mdb_cursor_put(cur, k, v, MDB_APPEND)
+        if rc == 0:
+            c.last_key[slot] = key
+            return 0
+        if rc != MDB_KEYEXIST:
+            return rc
+    rc = mdb_cursor_put(cur, k, v, MDB_APPENDDUP | MDB_NODUPDATA)
+    if rc != MDB_KEYEXIST:
+        return rc
+    return mdb_cursor_put(cur, k, v, MDB_NODUPDATA)
+
+cdef int put_entry(TxnCore* c, int ix, const Quad* e) noexcept nogil:
+    """Insert one entry of quad index ``ix``; 0 when new, MDB_KEYEXIST when already there."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ENTRY_VALUE_SIZE]
     pack_entry(e, kb, vb)
     k.mv_data = kb
     k.mv_size = ID_SIZE
     v.mv_data = vb
     v.mv_size = ENTRY_VALUE_SIZE
-    if e.k > c.last_key[ix]:
-        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
-        if rc == 0:
-            c.last_key[ix] = e.k
-            return 0
-        if rc != MDB_KEYEXIST:
-            return rc
-    rc = mdb_cursor_put(cur, &k, &v, MDB_APPENDDUP | MDB_NODUPDATA)
-    if rc != MDB_KEYEXIST:
-        return rc
-    return mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
+    return put_appending(c, ix, DB_SPOC + ix, &k, &v)
+
+cdef int put_graph_subject(TxnCore* c, uint32_t graph, uint32_t subject) noexcept nogil:
+    """File ``subject`` under ``graph`` in cs (nothing when it is there)."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef uint8_t vb[ID_SIZE]
+    cdef int rc
+    put_be32(kb, graph)
+    put_be32(vb, subject)
+    k.mv_data = kb
+    k.mv_size = ID_SIZE
+    v.mv_data = vb
+    v.mv_size = ID_SIZE
+    rc = put_appending(c, N_INDEXES, DB_CS, &k, &v)
+    return 0 if rc == MDB_KEYEXIST else rc
+
+cdef int graph_pairs(const QBuf* q, QBuf* out) noexcept nogil:
+    """The distinct (graph, subject) pairs of quads ``q``, sorted, into ``out``
+    (k = graph, a = subject)."""
+    cdef size_t i, m = 0
+    out.q = <Quad*>malloc((q.n if q.n else 1) * sizeof(Quad))
+    if out.q == NULL:
+        return E_NOMEM
+    out.cap = q.n
+    for i in range(q.n):
+        out.q[i].k = q.q[i].c
+        out.q[i].a = q.q[i].k
+        out.q[i].b = 0
+        out.q[i].c = 0
+    qsort(out.q, q.n, sizeof(Quad), cmp_quad)
+    for i in range(q.n):
+        if m == 0 or cmp_quad(&out.q[i], &out.q[m - 1]) != 0:
+            out.q[m] = out.q[i]
+            m += 1
+    out.n = m
+    return 0
 
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
-    """Insert id quads (s, p, o, c in k, a, b, c) into the four indices;
-    ``q`` is left holding the new ones, ``added`` their number."""
+    """Insert id quads (s, p, o, c in k, a, b, c) into the three indices
+    and their (graph, subject) pairs into cs; ``q`` is left holding the new
+    ones, ``added`` their number."""
     cdef size_t i, n, m = 0
     cdef int rc, ix
     cdef QBuf e
@@ -100,7 +147,7 @@ cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
     e.n = m
     e.cap = m
     rc = 0
-    for ix in range(1, 4):
+    for ix in range(1, N_INDEXES):
         for i in range(m):
             to_entry(ix, &q.q[i], &e.q[i])
         qsort(e.q, m, sizeof(Quad), cmp_quad)
@@ -113,18 +160,30 @@ cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
         if rc:
             break
     qb_free(&e)
+    if rc:
+        return rc
+    rc = graph_pairs(q, &e)
+    if rc == 0:
+        for i in range(e.n):
+            rc = put_graph_subject(c, e.q[i].k, e.q[i].a)
+            if rc:
+                break
+    qb_free(&e)
     return rc
 
 cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
-    """Delete id quads from the four indices (absent entries are skipped)."""
+    """Delete id quads from the three indices (absent entries are skipped),
+    and from cs each (graph, subject) pair that no quad left holds."""
     cdef size_t i
     cdef int ix, rc
+    cdef bint left
     cdef Quad e
+    cdef QBuf pairs
     cdef MDB_val k, v
     cdef uint8_t kb[ID_SIZE]
     cdef uint8_t vb[ENTRY_VALUE_SIZE]
     for i in range(q.n):
-        for ix in range(4):
+        for ix in range(N_INDEXES):
             to_entry(ix, &q.q[i], &e)
             pack_entry(&e, kb, vb)
             k.mv_data = kb
@@ -134,26 +193,60 @@ cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
             rc = mdb_del(c.txn, c.dbi[DB_SPOC + ix], &k, &v)
             if rc and rc != MDB_NOTFOUND:
                 return rc
-    return 0
+    memset(&pairs, 0, sizeof(QBuf))
+    rc = graph_pairs(q, &pairs)
+    for i in range(pairs.n):
+        if rc:
+            break
+        rc = subject_in_graph(c, pairs.q[i].a, pairs.q[i].k, &left)
+        if rc == 0 and not left:
+            put_be32(kb, pairs.q[i].k)
+            put_be32(vb, pairs.q[i].a)
+            k.mv_data = kb
+            k.mv_size = ID_SIZE
+            v.mv_data = vb
+            v.mv_size = ID_SIZE
+            rc = mdb_del(c.txn, c.dbi[DB_CS], &k, &v)
+            if rc == MDB_NOTFOUND:
+                rc = 0
+    qb_free(&pairs)
+    return rc
+
+cdef int subject_in_graph(TxnCore* c, uint32_t subject, uint32_t graph, bint* found) noexcept nogil:
+    """Whether spoc holds a quad of ``subject`` in ``graph``: a walk of the
+    subject's entries (c is last), up to the first one in the graph."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef int rc
+    found[0] = False
+    rc = core_cursor(c, DB_SPOC, &cur)
+    if rc:
+        return rc
+    put_be32(kb, subject)
+    k.mv_data = kb
+    k.mv_size = ID_SIZE
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY)
+    while rc == 0:
+        if v.mv_size != ENTRY_VALUE_SIZE:
+            return E_CORRUPT
+        if get_be32(<uint8_t*>v.mv_data + 8) == graph:
+            found[0] = True
+            return 0
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
+    return 0 if rc == MDB_NOTFOUND else rc
 
 
 # ---------------------------------------------------------------- scans
 cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil:
     """Plan the scan of a pattern of ids (s, p, o, c; 0 = any): every pattern
-    is one prefix scan of one index."""
+    is one prefix scan of one index, but a graph's (only c bound), which
+    is a prefix scan of spoc for each of the graph's subjects in cs."""
     cdef int i
     memset(st, 0, sizeof(ScanState))
     for i in range(4):
         st.want[i] = ids[i]
-    if ids[3] and (ids[0] or not (ids[1] or ids[2])):
-        st.ix = IX_CSPO
-        st.key = ids[3]
-        for i in range(3):
-            if not ids[i]:
-                break
-            st.pre[i] = ids[i]
-            st.npre += 1
-    elif ids[0]:
+    if ids[0]:
         st.ix = IX_SPOC
         st.key = ids[0]
         if ids[1]:
@@ -177,10 +270,47 @@ cdef void plan_scan(ScanState* st, const uint32_t* ids) noexcept nogil:
     else:
         st.ix = IX_SPOC
         st.key = 0
+        st.graph = ids[3]    # 0: every quad
 
 cdef int scan_open(TxnCore* c, ScanState* st) noexcept nogil:
-    """Open the scan's own cursor (closed by its owner: mdb_cursor_close)."""
-    return mdb_cursor_open(c.txn, c.dbi[DB_SPOC + st.ix], &st.cur)
+    """Open the scan's cursors (closed by its owner: scan_close)."""
+    cdef int rc = mdb_cursor_open(c.txn, c.dbi[DB_SPOC + st.ix], &st.cur)
+    if rc == 0 and st.graph:
+        rc = mdb_cursor_open(c.txn, c.dbi[DB_CS], &st.subjects)
+        if rc:
+            mdb_cursor_close(st.cur)
+            st.cur = NULL
+    return rc
+
+cdef void scan_close(ScanState* st) noexcept nogil:
+    """Close the cursors scan_open opened."""
+    if st.cur != NULL:
+        mdb_cursor_close(st.cur)
+        st.cur = NULL
+    if st.subjects != NULL:
+        mdb_cursor_close(st.subjects)
+        st.subjects = NULL
+
+cdef int scan_next_subject(ScanState* st) noexcept nogil:
+    """A graph's scan moves to its next subject (the first one when it has
+    none yet); MDB_NOTFOUND after the last."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef int rc
+    if st.key == 0:
+        put_be32(kb, st.graph)
+        k.mv_data = kb
+        k.mv_size = ID_SIZE
+        rc = mdb_cursor_get(st.subjects, &k, &v, MDB_SET_KEY)
+    else:
+        rc = mdb_cursor_get(st.subjects, &k, &v, MDB_NEXT_DUP)
+    if rc:
+        return rc
+    if v.mv_size != ID_SIZE:
+        return E_CORRUPT
+    st.key = get_be32(<uint8_t*>v.mv_data)
+    st.started = 0
+    return 0
 
 cdef int scan_count(ScanState* st, size_t* n) noexcept nogil:
     """The number of quads an open scan matches; MDB_NOTFOUND when done."""
@@ -232,5 +362,5 @@ cdef int count_triples(TxnCore* c, size_t* n) noexcept nogil:
             prev[1] = q[1]
             prev[2] = q[2]
             have = True
-    mdb_cursor_close(st.cur)
+    scan_close(&st)
     return rc

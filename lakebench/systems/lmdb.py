@@ -3,7 +3,7 @@
 Each child is parsed from N-Triples by the core, straight to term ids, and
 written into its own graph together with the parent's ``ldp:contains``
 triple, in one LMDB transaction.  The parent is read back by serializing its
-graph from the ``cspo`` index to Turtle.  Two durability modes: ``lmdb``
+graph (its subject's entries in ``spoc``) to Turtle.  Two durability modes: ``lmdb``
 returns from each write once it is on stable storage (the store's
 write-ahead log, fdatasynced; docs/store.rst), ``lmdb-nosync`` writes
 commits to the OS only (what pyoxigraph does by default).

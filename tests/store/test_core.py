@@ -3,8 +3,6 @@ independently with py-lmdb, the check, map growth."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 
 import lmdb
 import pytest
@@ -147,6 +145,51 @@ def test_every_pattern_is_answered(store, small_workload):
             assert store.count(*pattern) == len(expected)
 
 
+def test_graphs_sharing_subjects_are_read_and_emptied_exactly(tmp_path):
+    """A graph is read from spoc through cs (its subjects): with subjects in
+    several graphs and graphs of several subjects, every pattern matches
+    the quads held, and removals keep cs exactly the pairs that are left."""
+    import itertools
+    s, t, u = (iri(f"http://ex.org/{x}") for x in "stu")
+    p, q = iri("http://ex.org/p"), iri("http://ex.org/q")
+    g, h, k = (iri(f"http://ex.org/graph/{x}") for x in "ghk")
+    held = {(a, b, literal(f"{a[-1:]}{b[-1:]}{c[-1:]}{n}"), c)
+            for a, b, c, n in itertools.product((s, t, u), (p, q), (g, h), range(3)) if (a, c) != (u, h)}
+    held |= {(s, p, t, k), (s, p, t, g)}   # one triple in two graphs
+    with LmdbStore(tmp_path / "store", log=False) as store:
+        store.add(sorted(held))
+
+        def agrees():
+            everything = set(store.quads())
+            assert everything == held
+            for quad in sorted(held)[::5]:
+                for mask in itertools.product([False, True], repeat=4):
+                    pattern = [x if keep else None for x, keep in zip(quad, mask)]
+                    expected = {x for x in held if all(y is None or y == z for y, z in zip(pattern, x))}
+                    assert set(store.quads(*pattern)) == expected and store.count(*pattern) == len(expected)
+            for graph in (g, h, k):
+                expected = sorted({x[:3] for x in held if x[3] == graph})
+                body = b"".join(store.iter_serialize(graph=graph, format="nt"))
+                assert sorted(set(rdflib.Graph().parse(data=body, format="nt"))) == sorted(
+                    tuple(decode(x) for x in triple) for triple in expected)
+            problems = check(tmp_path / "store")
+            assert problems == [], problems
+            assert problems.summary["graph_subjects"] == len({(x[3], x[0]) for x in held})
+            assert set(store.contexts()) == {x[3] for x in held}
+
+        agrees()
+        assert store.remove(s, None, None, g) == 6 + 1   # s's quads in g go; s stays in h and k
+        held = {x for x in held if (x[0], x[3]) != (s, g)}
+        agrees()
+        assert store.remove(None, p, None, h) == 6        # t and s keep quads in h through q
+        held = {x for x in held if (x[1], x[3]) != (p, h)}
+        agrees()
+        assert store.remove(None, None, None, k) == 1     # k empties: it is no graph any more
+        held = {x for x in held if x[3] != k}
+        agrees()
+        assert k not in store.contexts()
+
+
 def _py_hash(term: bytes) -> int:
     """The on-disk term hash, written again from its definition (docs/store.rst)."""
     M = (1 << 64) - 1
@@ -187,8 +230,8 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
         store.ingest(EVERY_KIND, G)
         expected = set(store.quads())
     env = lmdb.open(str(path), max_dbs=16, readonly=True)
-    dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", "spoc", "posc", "ospc", "cspo"),
-                             dupfixed=name in ("t2i", "spoc", "posc", "ospc", "cspo"),
+    dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", *_store.INDEX_ORDER, "cs"),
+                             dupfixed=name in ("t2i", *_store.INDEX_ORDER, "cs"),
                              integerkey=name in ("i2t", "i2l"), create=False)
            for name in _store.DB_NAMES}
     literal_bit = 1 << 31
@@ -208,27 +251,33 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
         hashes = {(struct.unpack(">Q", k)[0], struct.unpack(">I", v)[0]) for k, v in txn.cursor(db=dbs["t2i"])}
         assert hashes == {(_py_hash(t), i) for i, t in terms.items() if i & ~literal_bit <= filed_upto}
         assert len(set(terms.values())) == len(terms)  # every term stored once
-        order = {"spoc": "spoc", "posc": "posc", "ospc": "ospc", "cspo": "cspo"}
-        for name, letters in order.items():
+        assert set(_store.INDEX_ORDER) == {"spoc", "posc", "ospc"}
+        for name, order in _store.INDEX_ORDER.items():
             quads = set()
             for k, v in txn.cursor(db=dbs[name]):
-                ids = dict(zip(letters, struct.unpack(">I", k) + struct.unpack(">III", v)))
+                ids = dict(zip(order.replace(":", ""), struct.unpack(">I", k) + struct.unpack(">III", v)))
                 quads.add(tuple(terms[ids[x]] for x in "spoc"))
             assert quads == expected, name
+        # cs: each graph's subjects, once, as big-endian ids
+        pairs = [(terms[struct.unpack(">I", k)[0]], terms[struct.unpack(">I", v)[0]])
+                 for k, v in txn.cursor(db=dbs["cs"])]
+        assert sorted(pairs) == sorted({(q[3], q[0]) for q in expected})
     env.close()
 
 
-def _format_2_store(path, terms: dict[int, bytes], quads: list[tuple[int, int, int, int]]) -> None:
-    """Write, with py-lmdb, a store as format 2 laid it out: every term in
-    i2t under a plain id (literals too), no i2l, every id filed in t2i."""
+def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[int, int, int, int]]) -> None:
+    """Write, with py-lmdb, a store as format 2 or 3 laid it out: four quad
+    indices (cspo the fourth), every id filed in t2i; format 2 holds every
+    term in i2t, format 3 literals in i2l (ids with the literal bit)."""
     env = lmdb.open(str(path), max_dbs=16, map_size=1 << 24)
     quad_dbs = ("spoc", "posc", "ospc", "cspo")
+    names = ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs") + (("i2l",) if version >= 3 else ())
     dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", *quad_dbs), dupfixed=name in ("t2i", *quad_dbs),
-                             integerkey=name == "i2t") for name in ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs")}
+                             integerkey=name in ("i2t", "i2l")) for name in names}
     with env.begin(write=True) as txn:
-        txn.put(b"format", struct.pack(">I", 2), db=dbs["meta"])
+        txn.put(b"format", struct.pack(">I", version), db=dbs["meta"])
         for tid, term in terms.items():
-            txn.put(struct.pack("=I", tid), term, db=dbs["i2t"])
+            txn.put(struct.pack("=I", tid), term, db=dbs["i2l" if tid & _store.ID_LITERAL_BIT else "i2t"])
             txn.put(struct.pack(">Q", _py_hash(term)), struct.pack(">I", tid), db=dbs["t2i"])
         for q in quads:
             for name in quad_dbs:
@@ -237,46 +286,61 @@ def _format_2_store(path, terms: dict[int, bytes], quads: list[tuple[int, int, i
     env.close()
 
 
+def _format_of(path) -> tuple[int, set[str]]:
+    """The format a store records and its databases' names (py-lmdb)."""
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    try:
+        with env.begin() as txn:
+            names = {k.decode() for k, _ in txn.cursor()}
+            meta = env.open_db(b"meta", txn=txn, create=False)
+            return struct.unpack(">I", txn.get(b"format", db=meta))[0], names
+    finally:
+        env.close()
+
+
 def test_a_store_of_format_2_keeps_its_literals_in_i2t_and_takes_new_ones_in_i2l(tmp_path):
     path = tmp_path / "store"
     s, p, old, g = iri("http://ex.org/s"), iri("http://ex.org/p"), literal("old value"), iri("http://ex.org/g")
-    _format_2_store(path, {1: s, 2: p, 3: old, 4: g}, [(1, 2, 3, 4)])
-    assert check(path) == []
-    with LmdbStore(path, readonly=True) as store:   # no i2l: a read-only open reads it as it is
-        assert store.quads(o=old) == [(s, p, old, g)]
+    _old_store(path, 2, {1: s, 2: p, 3: old, 4: g}, [(1, 2, 3, 4)])
     new = literal("new value")
     with LmdbStore(path) as store:
+        assert store.quads(o=old) == [(s, p, old, g)]
         assert store.add([(s, p, new, g), (s, p, old, g)]) == 1
         with store.read() as txn:
             assert txn.term_id(old) == 3    # an old literal keeps its plain id, in i2t
             assert txn.term_id(new) == 5 | _store.ID_LITERAL_BIT
         assert set(store.quads(s=s)) == {(s, p, old, g), (s, p, new, g)}
+        assert set(store.quads(graph=g)) == {(s, p, old, g), (s, p, new, g)}
     problems = check(path)
-    assert problems == [] and problems.summary["terms"] == 5
-    env = lmdb.open(str(path), max_dbs=16, readonly=True)
-    meta = env.open_db(b"meta", create=False)
-    with env.begin() as txn:
-        assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == 3
-    env.close()
+    assert problems == [] and problems.summary["terms"] == 5 and problems.summary["graph_subjects"] == 1
+    assert _format_of(path) == (_store.FORMAT_VERSION, set(_store.DB_NAMES))
 
 
-def test_a_reader_of_format_2_refuses_to_read_once_a_writer_upgraded_the_store(tmp_path):
-    """A read-only open of a format-2 store has no i2l to read: once a writer
-    has upgraded the store and stored literals there, the reader says so
-    instead of returning results without them."""
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_store_is_refused_read_only_and_upgraded_by_a_writable_open(tmp_path, version):
+    """Format 4 reads a graph through cs, which an older store lacks: a
+    read-only open says how to upgrade it; a writable open fills cs from
+    cspo (each graph's subjects, once) and deletes cspo."""
     path = tmp_path / "store"
-    s, p, old, g = iri("http://ex.org/s"), iri("http://ex.org/p"), literal("old value"), iri("http://ex.org/g")
-    _format_2_store(path, {1: s, 2: p, 3: old, 4: g}, [(1, 2, 3, 4)])
-    upgrade = ("import sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri, literal\n"
-               "with LmdbStore(sys.argv[1], log=False) as store:\n"
-               "    store.add([(iri('http://ex.org/s'), iri('http://ex.org/p'), literal('newer'), iri('http://ex.org/g'))])")
-    with LmdbStore(path, readonly=True) as reader:
-        assert reader.count(s=s) == 1
-        subprocess.run([sys.executable, "-c", upgrade, str(path)], check=True)   # another process
-        with pytest.raises(StoreError, match="upgraded to format 3 by a writer .* open it again"):
-            reader.count(s=s)
-    with LmdbStore(path, readonly=True) as reader:   # opened again: it reads i2l
-        assert reader.count(s=s) == 2 and reader.count(o=literal("newer")) == 1
+    lit = _store.ID_LITERAL_BIT if version == 3 else 0
+    s, t, p, g, h = (iri(f"http://ex.org/{x}") for x in "stpgh")
+    v1, v2 = literal("one"), literal("two")
+    terms = {1: s, 2: t, 3: p, 4: g, 5: h, 6 | lit: v1, 7 | lit: v2}
+    quads = [(1, 3, 6 | lit, 4), (1, 3, 7 | lit, 4), (2, 3, 6 | lit, 4), (1, 3, 6 | lit, 5)]
+    _old_store(path, version, terms, quads)
+    with pytest.raises(StoreError, match=f"a store of format {version}, an older lakebench's: "
+                                         "open it once for writing to upgrade it"):
+        LmdbStore(path, readonly=True)
+    with pytest.raises(StoreError, match=f"format {version}"):
+        check(path)
+    with LmdbStore(path) as store:
+        assert sorted(store.quads(graph=g)) == sorted([(s, p, v1, g), (s, p, v2, g), (t, p, v1, g)])
+        assert store.quads(graph=h) == [(s, p, v1, h)]
+    assert _format_of(path) == (_store.FORMAT_VERSION, set(_store.DB_NAMES))   # cspo deleted
+    problems = check(path)
+    assert problems == [] and problems.summary["graph_subjects"] == 3 and problems.summary["graphs"] == 2
+    with LmdbStore(path, readonly=True) as store:
+        assert store.count(graph=g) == 3
 
 
 def test_a_quad_naming_a_missing_term_is_an_error_not_the_end_of_the_scan(tmp_path):
@@ -337,6 +401,27 @@ def test_check_passes_and_finds_damage(tmp_path, small_workload):
     assert any("missing from posc" in p for p in problems)
     assert any("posc holds 599 entries" in p for p in problems)
     assert any("missing from the hash index" in p for p in problems)
+    # damage to cs: a subject listed under a graph it has no quad in, then a graph's subject lost
+    env = lmdb.open(str(path), max_dbs=16)
+    cs = env.open_db(b"cs", dupsort=True, dupfixed=True, create=False)
+    stray = _store.ID_LITERAL_BIT | 1   # a literal: the subject of no quad
+    with env.begin(write=True) as txn:
+        cur = txn.cursor(db=cs)
+        assert cur.first()
+        graph, subject = cur.item()
+        assert txn.put(graph, struct.pack(">I", stray), db=cs, dupdata=True)
+    env.close()   # one environment per file and process: LMDB's rule
+    problems = check(path)
+    assert f"cs lists subject {stray} under graph {struct.unpack('>I', graph)[0]}, which holds no quad of it" \
+        in problems
+    env = lmdb.open(str(path), max_dbs=16)
+    cs = env.open_db(b"cs", dupsort=True, dupfixed=True, create=False)
+    with env.begin(write=True) as txn:
+        assert txn.delete(graph, subject, db=cs)
+    env.close()
+    problems = check(path)
+    assert any(f"(s={struct.unpack('>I', subject)[0]}, " in p and "cs does not list its subject under its graph" in p
+               for p in problems)
     assert check(tmp_path / "nowhere") != []
 
 

@@ -25,7 +25,7 @@ from libc.stdlib cimport calloc, free
 from liblmdb cimport *
 from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
 from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
-                               DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, Quad, put_be32,
+                               DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
                                valid_term, get_term, hash_bytes)
 
@@ -444,8 +444,8 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
                 ck.graphs += 1
                 memcpy(prev, k.mv_data, 4)
                 have = True
-            rc = pair_held(c2, get_be32(<uint8_t*>k.mv_data), get_be32(<uint8_t*>v.mv_data))
-            if rc == MDB_NOTFOUND:
+            rc = spoc_holds(c2, get_be32(<uint8_t*>v.mv_data), get_be32(<uint8_t*>k.mv_data))
+            if rc == MDB_NOTFOUND or rc == E_CORRUPT:   # a wrong-sized entry is reported by 3
                 problem(ck, K_STALE_PAIR, get_be32(<uint8_t*>v.mv_data), get_be32(<uint8_t*>k.mv_data), 0, 0, 0)
             elif rc:
                 break
@@ -453,26 +453,6 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     mdb_cursor_close(c2)
     mdb_cursor_close(cur)
     return 0 if rc == MDB_NOTFOUND else rc
-
-cdef int pair_held(MDB_cursor* spoc, uint32_t graph, uint32_t subject) noexcept nogil:
-    """0 when spoc holds a quad of ``subject`` in ``graph``, MDB_NOTFOUND when
-    not (a walk of the subject's entries up to the first in the graph)."""
-    cdef MDB_val k, v
-    cdef uint8_t kb[4]
-    cdef size_t n, seen = 0
-    cdef int rc
-    put_be32(kb, subject)
-    k.mv_data = kb
-    k.mv_size = 4
-    rc = mdb_cursor_get(spoc, &k, &v, MDB_SET_KEY)
-    if rc == 0:
-        rc = mdb_cursor_count(spoc, &n)
-    while rc == 0 and seen < n:      # bounded: damaged pages may loop
-        seen += 1
-        if v.mv_size == 12 and get_be32(<uint8_t*>v.mv_data + 8) == graph:
-            return 0
-        rc = mdb_cursor_get(spoc, &k, &v, MDB_NEXT_DUP)
-    return MDB_NOTFOUND if rc == 0 else rc
 
 cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen, uint32_t tid,
                        const uint8_t* p, size_t n, uint64_t h, Check* ck) noexcept nogil:

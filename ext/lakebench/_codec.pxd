@@ -6,7 +6,8 @@
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memchr
 
-from liblmdb cimport MDB_txn, MDB_dbi, MDB_val, mdb_get
+from liblmdb cimport (MDB_txn, MDB_dbi, MDB_val, MDB_cursor, mdb_get, mdb_cursor_get, mdb_cursor_count,
+                     MDB_SET_KEY, MDB_NEXT_DUP, MDB_NOTFOUND)
 
 # Sub-databases, in the order of an environment's ``dbi`` array (DB_NAMES).
 cdef enum:
@@ -157,6 +158,31 @@ cdef inline int cmp_quad(const void* x, const void* y) noexcept nogil:
     if q.c != r.c:
         return -1 if q.c < r.c else 1
     return 0
+
+
+cdef inline int spoc_holds(MDB_cursor* spoc, uint32_t subject, uint32_t graph) noexcept nogil:
+    """0 when ``spoc`` (a cursor on it) holds a quad of ``subject`` in
+    ``graph``, MDB_NOTFOUND when not, E_CORRUPT for a wrong-sized value: a
+    walk of the subject's entries (``c`` is last in each) up to the first in
+    the graph, never more than LMDB counts (damaged pages may loop)."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[ID_SIZE]
+    cdef size_t n = 0, seen = 0
+    cdef int rc
+    put_be32(kb, subject)
+    k.mv_data = kb
+    k.mv_size = ID_SIZE
+    rc = mdb_cursor_get(spoc, &k, &v, MDB_SET_KEY)
+    if rc == 0:
+        rc = mdb_cursor_count(spoc, &n)
+    while rc == 0 and seen < n:
+        seen += 1
+        if v.mv_size != ENTRY_VALUE_SIZE:
+            return E_CORRUPT
+        if get_be32(<uint8_t*>v.mv_data + 8) == graph:
+            return 0
+        rc = mdb_cursor_get(spoc, &k, &v, MDB_NEXT_DUP)
+    return MDB_NOTFOUND if rc == 0 else rc
 
 
 # ---------------------------------------------------------------- terms

@@ -9,7 +9,8 @@ The core is split by concern, one Cython module each (``ext/lakebench/``):
 ``_rdfwriter`` terms -> N-Triples / Turtle, ``_check`` the checker,
 ``_errors`` the errors and the one place LMDB's return codes become them,
 ``_txncore`` a transaction's C half (index writes, scans), ``_termids`` its
-term ids (lookup, creation, filing them in t2i late), and this module.
+term ids (lookup, creation, filing them in t2i late), ``_upgrade`` the
+upgrade of older stores, and this module.
 Everything Python sees is here (re-exported where it is made).
 
 The byte layout of an environment is described in ``_codec``.
@@ -26,8 +27,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING, E_CORRUPT,
-                               ID_SIZE, ENTRY_VALUE_SIZE,
+from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
@@ -36,6 +36,7 @@ from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriple
 from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._check cimport check_snapshot
 from lakebench._errors cimport raise_rc
+from lakebench._upgrade cimport graphs_from_cspo
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
                                  delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
                                  count_triples)
@@ -55,60 +56,6 @@ from lakebench._rdfwriter import render_ntriples_term
 def lmdb_version():
     """The linked LMDB's version string."""
     return mdb_version(NULL, NULL, NULL).decode()
-
-
-# ---------------------------------------------------------------- upgrading
-cdef _graphs_from_cspo(MDB_txn* txn, MDB_dbi cs):
-    """Upgrade a store of format 1 to 3: fill cs with the (graph, subject)
-    pairs of its cspo index, then delete cspo (format 4 reads a graph from
-    spoc, through cs).  In the opening write transaction."""
-    cdef MDB_dbi cspo
-    cdef MDB_cursor* cur = NULL
-    cdef MDB_cursor* out = NULL
-    cdef MDB_val k, v, ok, ov
-    cdef uint8_t kb[ID_SIZE]
-    cdef uint8_t vb[ID_SIZE]
-    cdef uint32_t g, s, last_g = 0, last_s = 0
-    cdef int rc
-    rc = mdb_dbi_open(txn, b"cspo", MDB_DUPSORT | MDB_DUPFIXED, &cspo)
-    if rc == MDB_NOTFOUND:
-        return
-    if rc:
-        raise_rc(rc, "opening database 'cspo' to upgrade it")
-    rc = mdb_cursor_open(txn, cspo, &cur)
-    if rc == 0:
-        rc = mdb_cursor_open(txn, cs, &out)
-    if rc == 0:
-        with nogil:
-            rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
-            while rc == 0:
-                if k.mv_size != ID_SIZE or v.mv_size != ENTRY_VALUE_SIZE:
-                    rc = E_CORRUPT
-                    break
-                # cspo is sorted by graph, then subject: pairs come in cs's order
-                g = get_be32(<uint8_t*>k.mv_data)
-                s = get_be32(<uint8_t*>v.mv_data)
-                if g != last_g or s != last_s:
-                    put_be32(kb, g)
-                    put_be32(vb, s)
-                    ok.mv_data = kb
-                    ok.mv_size = ID_SIZE
-                    ov.mv_data = vb
-                    ov.mv_size = ID_SIZE
-                    rc = mdb_cursor_put(out, &ok, &ov, MDB_APPENDDUP if g == last_g else MDB_APPEND)
-                    if rc:
-                        break
-                    last_g = g
-                    last_s = s
-                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
-    if cur != NULL:
-        mdb_cursor_close(cur)
-    if out != NULL:
-        mdb_cursor_close(out)
-    if rc == MDB_NOTFOUND:
-        rc = mdb_drop(txn, cspo, 1)
-    if rc:
-        raise_rc(rc, "upgrading cspo to cs")
 
 
 # ---------------------------------------------------------------- the environment
@@ -233,7 +180,10 @@ cdef class Environment:
             # 2; literals in i2l, 3; no cspo, 4).
             if not self.readonly and fmt != FORMAT_VERSION:
                 if 0 < fmt < 4:
-                    _graphs_from_cspo(txn, self.dbi[DB_CS])
+                    with nogil:
+                        rc = graphs_from_cspo(txn, self.dbi[DB_CS])
+                    if rc:
+                        raise_rc(rc, "upgrading cspo to cs")
                 put_be32(ver, FORMAT_VERSION)
                 v.mv_data = ver
                 v.mv_size = 4

@@ -16,7 +16,7 @@ from libc.stdlib cimport malloc, free, qsort
 
 from liblmdb cimport *
 from lakebench._codec cimport (E_NOMEM, E_CORRUPT, DB_SPOC, DB_CS, IX_SPOC, IX_POSC, IX_OSPC, ID_SIZE,
-                               ENTRY_VALUE_SIZE, Quad, put_be32, get_be32, ld32, to_entry, pack_entry,
+                               ENTRY_VALUE_SIZE, Quad, put_be32, get_be32, ld32, to_entry, pack_entry, spoc_holds,
                                cmp_quad)
 from lakebench._tables cimport qb_free
 
@@ -213,27 +213,12 @@ cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
     return rc
 
 cdef int subject_in_graph(TxnCore* c, uint32_t subject, uint32_t graph, bint* found) noexcept nogil:
-    """Whether spoc holds a quad of ``subject`` in ``graph``: a walk of the
-    subject's entries (c is last), up to the first one in the graph."""
+    """Whether spoc holds a quad of ``subject`` in ``graph``."""
     cdef MDB_cursor* cur
-    cdef MDB_val k, v
-    cdef uint8_t kb[ID_SIZE]
-    cdef int rc
-    found[0] = False
-    rc = core_cursor(c, DB_SPOC, &cur)
-    if rc:
-        return rc
-    put_be32(kb, subject)
-    k.mv_data = kb
-    k.mv_size = ID_SIZE
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY)
-    while rc == 0:
-        if v.mv_size != ENTRY_VALUE_SIZE:
-            return E_CORRUPT
-        if get_be32(<uint8_t*>v.mv_data + 8) == graph:
-            found[0] = True
-            return 0
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
+    cdef int rc = core_cursor(c, DB_SPOC, &cur)
+    if rc == 0:
+        rc = spoc_holds(cur, subject, graph)
+    found[0] = rc == 0
     return 0 if rc == MDB_NOTFOUND else rc
 
 

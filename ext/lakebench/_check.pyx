@@ -132,8 +132,8 @@ cdef str _problem_text(Problem* p):
         return f"quad {quad} uses an id that names no term"
     if p.code == K_COUNT_INDEX:
         return f"{names[p.ix]} holds {p.a} entries but spoc holds {p.b}"
-    if p.code == K_BAD_ENTRY:
-        return f"{names[p.ix]}: an entry has the wrong key or value size"
+    if p.code == K_BAD_ENTRY:   # ix: the walked tree (W_*)
+        return f"{walked[p.ix]}: an entry has the wrong key or value size"
     if p.code == K_BAD_ID_KEY:
         return f"{walked[p.ix]}: a key is not a term id (wrong size or literal bit, or above the last id)"
     if p.code == K_MISPLACED_TERM:
@@ -247,7 +247,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef MDB_val k, v, k2, v2
     cdef MDB_stat stat
     cdef int rc, ix
-    cdef uint32_t tid, prev_s = 0
+    cdef uint32_t tid, prev_s = 0, missing_s = 0, missing_c = 0
     cdef uint32_t q[4]
     cdef uint8_t kb[4]
     cdef uint8_t vb[12]
@@ -282,7 +282,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     elif rc != MDB_NOTFOUND:
         return rc
     rc = last_key_seq(txn, dbi[DB_I2T], &ck.max_id)
-    if rc == 0 and dbi[DB_I2L] != dbi[DB_I2T]:
+    if rc == 0:
         rc = last_key_seq(txn, dbi[DB_I2L], &tid)
         if tid > ck.max_id:
             ck.max_id = tid
@@ -299,7 +299,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     if rc:
         return rc
     rc = walk_terms(txn, dbi, DB_I2T, c2, &unfiled, ck)
-    if rc == 0 and dbi[DB_I2L] != dbi[DB_I2T]:
+    if rc == 0:
         rc = walk_terms(txn, dbi, DB_I2L, c2, &unfiled, ck)
     ht_free(&unfiled)
     if rc:
@@ -316,7 +316,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             break
         ck.hash_entries += 1
         if k.mv_size != 8 or v.mv_size != 4:
-            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, W_T2I)
         else:
             tid = get_be32(<uint8_t*>v.mv_data)
             if not has_id(ck, tid):
@@ -364,7 +364,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             break
         walked += 1
         if k.mv_size != 4 or v.mv_size != 12:
-            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, W_SPOC)
             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
             continue
         unpack_entry(IX_SPOC, &k, &v, q)
@@ -406,8 +406,10 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             if rc == MDB_NOTFOUND:
                 if ix < N_INDEXES:
                     problem(ck, K_MISSING_ENTRY, q[0], q[1], q[2], q[3], ix)
-                else:
+                elif q[0] != missing_s or q[3] != missing_c:   # once per pair, mostly
                     problem(ck, K_MISSING_PAIR, q[0], q[1], q[2], q[3], 0)
+                    missing_s = q[0]
+                    missing_c = q[3]
             elif rc:
                 mdb_cursor_close(cur)
                 mdb_cursor_close(c2)
@@ -438,7 +440,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             break
         ck.pairs += 1
         if k.mv_size != ID_SIZE or v.mv_size != ID_SIZE:
-            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, 0)
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, W_CS)
         else:
             if not have or memcmp(prev, k.mv_data, 4) != 0:
                 ck.graphs += 1

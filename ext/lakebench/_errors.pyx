@@ -43,7 +43,7 @@ def _strerror(int code):
     if code == E_IDS:
         return "term id space exhausted (2**31 - 1 terms)"
     if code == E_CORRUPT:
-        return "corrupted entry (unexpected key or value size)"
+        return "corrupted entry (unexpected key or value size, or an id of 0)"
     if code == E_TERM:
         return "invalid encoded term"
     if code == E_DANGLING:

@@ -101,7 +101,8 @@ cdef class Environment:
     def __init__(self, path, *, size_t map_size=1 << 28, bint durable=True, bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
                  uint32_t filing_lag=1 << 20):
-        cdef int rc
+        cdef int rc, grown = 0
+        cdef MDB_envinfo info
         cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
         cdef bytes bpath = os.fsencode(os.fspath(path))
         self.path = os.fspath(path)
@@ -130,7 +131,20 @@ cdef class Environment:
             self.env = NULL
             raise_rc(rc, f"cannot open LMDB environment {self.path!r}")
         try:
-            self._open_dbs()
+            while True:
+                try:
+                    self._open_dbs()
+                    break
+                except MapFullError:
+                    # The upgrade of an older store writes in the opening
+                    # transaction, where nothing else can grow the map.
+                    if grown == 8:
+                        raise
+                    mdb_env_info(self.env, &info)
+                    rc = mdb_env_set_mapsize(self.env, info.me_mapsize * 2)
+                    if rc:
+                        raise_rc(rc, "mdb_env_set_mapsize")
+                    grown += 1
         except BaseException:
             mdb_env_close(self.env)
             self.env = NULL
@@ -179,9 +193,12 @@ cdef class Environment:
             # it rather than misread it: ids left out of t2i, from format
             # 2; literals in i2l, 3; no cspo, 4).
             if not self.readonly and fmt != FORMAT_VERSION:
-                if 0 < fmt < 4:
+                if 0 < fmt < FORMAT_VERSION:
                     with nogil:
                         rc = graphs_from_cspo(txn, self.dbi[DB_CS])
+                    if rc == MDB_NOTFOUND:
+                        raise StoreError(f"{self.path!r}: a store of format {fmt} without its cspo index "
+                                         "(damaged): cannot upgrade it")
                     if rc:
                         raise_rc(rc, "upgrading cspo to cs")
                 put_be32(ver, FORMAT_VERSION)
@@ -877,8 +894,9 @@ cdef class Txn:
         Every filed term (up to ``terms_filed``, and those a sweep filed) is
         under its hash in ``t2i`` and no other term is; every hash entry
         points to a term with that hash; no term is stored twice; every quad of ``spoc``
-        is in the three other indices, which hold as many entries; every id
-        in a quad names a stored term (``_check``).
+        is in the two other indices, which hold as many entries; ``cs`` holds
+        exactly the (graph, subject) pairs of the quads; every id in a quad
+        names a stored term (``_check``).
         """
         cdef int rc = 0
         self._live()

@@ -291,8 +291,8 @@ cdef int scan_next_subject(ScanState* st) noexcept nogil:
         rc = mdb_cursor_get(st.subjects, &k, &v, MDB_NEXT_DUP)
     if rc:
         return rc
-    if v.mv_size != ID_SIZE:
-        return E_CORRUPT
+    if v.mv_size != ID_SIZE or get_be32(<uint8_t*>v.mv_data) == 0:
+        return E_CORRUPT   # (no id is 0: the scan would start again from the first subject)
     st.key = get_be32(<uint8_t*>v.mv_data)
     st.started = 0
     return 0

@@ -16,7 +16,8 @@ from lakebench._codec cimport E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, ge
 
 cdef int graphs_from_cspo(MDB_txn* txn, MDB_dbi cs) noexcept nogil:
     """Fill ``cs`` with the (graph, subject) pairs of ``cspo``, then delete
-    ``cspo``; 0 when done or when there is no ``cspo``, else the error."""
+    ``cspo``; 0 when done, MDB_NOTFOUND when there is no ``cspo``, else the
+    error."""
     cdef MDB_dbi cspo
     cdef MDB_cursor* cur = NULL
     cdef MDB_cursor* out = NULL
@@ -27,7 +28,7 @@ cdef int graphs_from_cspo(MDB_txn* txn, MDB_dbi cs) noexcept nogil:
     cdef int rc
     rc = mdb_dbi_open(txn, b"cspo", MDB_DUPSORT | MDB_DUPFIXED, &cspo)
     if rc:
-        return 0 if rc == MDB_NOTFOUND else rc
+        return rc
     rc = mdb_cursor_open(txn, cspo, &cur)
     if rc == 0:
         rc = mdb_cursor_open(txn, cs, &out)

@@ -3,8 +3,10 @@
 Layout in the store (every term is an encoded store term):
 
 * a resource's own triples (what clients PUT; for a binary, its
-  description) live in the graph named by the resource's IRI, so one
-  resource is one range scan;
+  description) live in the graph named by the resource's IRI, read
+  through the store's list of the graph's subjects (a scan of each
+  subject's quads, its quads in other graphs included: for a container,
+  its ``ldp:contains``; see docs/store.rst, "Layout");
 * server-managed triples live in the graph ``SERVER_GRAPH``: the resource's
   LDP types, for a container one ``ldp:contains`` per child, for a binary
   its size, media type, file name, digests and dates; a GET reads them with

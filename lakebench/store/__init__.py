@@ -749,7 +749,8 @@ def check(path) -> Problems:
     """Verify the store at ``path``: the list of problems, empty when consistent.
 
     The result's ``summary`` holds counts (quads, triples, terms, graphs,
-    subjects, entries of each index, hash collisions) and ``log_pending``,
+    subjects, entries of each index, (graph, subject) pairs of ``cs``, hash
+    collisions) and ``log_pending``,
     the acknowledged writes still only in the write-ahead log (replayed at
     the next writable open; each must decode, in sequence).  The store is
     opened read-only; the check reads one snapshot.  A store open in this

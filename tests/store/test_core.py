@@ -3,6 +3,8 @@ independently with py-lmdb, the check, map growth."""
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 
 import lmdb
 import pytest
@@ -265,10 +267,12 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
     env.close()
 
 
-def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[int, int, int, int]]) -> None:
-    """Write, with py-lmdb, a store as format 2 or 3 laid it out: four quad
-    indices (cspo the fourth), every id filed in t2i; format 2 holds every
-    term in i2t, format 3 literals in i2l (ids with the literal bit)."""
+def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[int, int, int, int]],
+               declared: list[int] = ()) -> None:
+    """Write, with py-lmdb, a store as formats 1 to 3 laid it out: four quad
+    indices (cspo the fourth), every id filed in t2i, the graphs
+    ``declared`` empty; formats 1 and 2 hold every term in i2t, format 3
+    literals in i2l (ids with the literal bit)."""
     env = lmdb.open(str(path), max_dbs=16, map_size=1 << 24)
     quad_dbs = ("spoc", "posc", "ospc", "cspo")
     names = ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs") + (("i2l",) if version >= 3 else ())
@@ -283,6 +287,8 @@ def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[in
             for name in quad_dbs:
                 key, *values = (q["spoc".index(x)] for x in name)
                 txn.put(struct.pack(">I", key), struct.pack(">III", *values), db=dbs[name])
+        for graph in declared:
+            txn.put(struct.pack(">I", graph), b"", db=dbs["graphs"])
     env.close()
 
 
@@ -316,18 +322,19 @@ def test_a_store_of_format_2_keeps_its_literals_in_i2t_and_takes_new_ones_in_i2l
     assert _format_of(path) == (_store.FORMAT_VERSION, set(_store.DB_NAMES))
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_store_is_refused_read_only_and_upgraded_by_a_writable_open(tmp_path, version):
     """Format 4 reads a graph through cs, which an older store lacks: a
     read-only open says how to upgrade it; a writable open fills cs from
-    cspo (each graph's subjects, once) and deletes cspo."""
+    cspo (each graph's subjects, once), deletes cspo and keeps the graphs
+    declared empty."""
     path = tmp_path / "store"
     lit = _store.ID_LITERAL_BIT if version == 3 else 0
-    s, t, p, g, h = (iri(f"http://ex.org/{x}") for x in "stpgh")
+    s, t, p, g, h, k = (iri(f"http://ex.org/{x}") for x in "stpghk")
     v1, v2 = literal("one"), literal("two")
-    terms = {1: s, 2: t, 3: p, 4: g, 5: h, 6 | lit: v1, 7 | lit: v2}
+    terms = {1: s, 2: t, 3: p, 4: g, 5: h, 6 | lit: v1, 7 | lit: v2, 8: k}
     quads = [(1, 3, 6 | lit, 4), (1, 3, 7 | lit, 4), (2, 3, 6 | lit, 4), (1, 3, 6 | lit, 5)]
-    _old_store(path, version, terms, quads)
+    _old_store(path, version, terms, quads, declared=[8])
     with pytest.raises(StoreError, match=f"a store of format {version}, an older lakebench's: "
                                          "open it once for writing to upgrade it"):
         LmdbStore(path, readonly=True)
@@ -336,11 +343,55 @@ def test_an_older_store_is_refused_read_only_and_upgraded_by_a_writable_open(tmp
     with LmdbStore(path) as store:
         assert sorted(store.quads(graph=g)) == sorted([(s, p, v1, g), (s, p, v2, g), (t, p, v1, g)])
         assert store.quads(graph=h) == [(s, p, v1, h)]
+        assert set(store.contexts()) == {g, h, k}
     assert _format_of(path) == (_store.FORMAT_VERSION, set(_store.DB_NAMES))   # cspo deleted
     problems = check(path)
     assert problems == [] and problems.summary["graph_subjects"] == 3 and problems.summary["graphs"] == 2
     with LmdbStore(path, readonly=True) as store:
         assert store.count(graph=g) == 3
+
+
+def test_an_upgrade_grows_a_full_map_and_a_store_without_cspo_is_refused(tmp_path):
+    """The upgrade writes in the opening transaction: a map too small for it
+    is grown there; a store that claims an older format but lacks cspo
+    (damage) is refused rather than left with no graph readable."""
+    path = tmp_path / "store"
+    n = 20_000
+    terms = {1: iri("http://ex.org/p"), **{i: iri(f"http://ex.org/r{i}") for i in range(2, n + 2)}}
+    _old_store(path, 3, terms, [(i, 1, i, i) for i in range(2, n + 2)])
+    assert (path / "data.mdb").stat().st_size > 1 << 20
+    with LmdbStore(path, log=False, map_size=1 << 20) as store:   # the pages it holds, then full
+        assert store.count(graph=iri("http://ex.org/r7")) == 1
+    assert check(path) == []
+    broken = tmp_path / "broken"
+    _old_store(broken, 3, {1: iri("http://ex.org/s")}, [(1, 1, 1, 1)])
+    env = lmdb.open(str(broken), max_dbs=16)
+    with env.begin(write=True) as txn:
+        txn.drop(env.open_db(b"cspo", txn=txn, dupsort=True, dupfixed=True, create=False), delete=True)
+    env.close()
+    with pytest.raises(StoreError, match="a store of format 3 without its cspo index"):
+        LmdbStore(broken)
+    assert _format_of(broken)[0] == 3
+
+
+def test_a_subject_id_of_0_in_cs_is_an_error_not_an_endless_scan(tmp_path):
+    path = tmp_path / "store"
+    s, p, g = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
+    with LmdbStore(path, log=False) as store:
+        store.add([(s, p, literal("v"), g)])
+        with store.read() as txn:
+            graph = txn.term_id(g)
+    env = lmdb.open(str(path), max_dbs=16)
+    with env.begin(write=True) as txn:   # damage: 0 sorts first among the graph's subjects
+        assert txn.put(struct.pack(">I", graph), struct.pack(">I", 0),
+                       db=env.open_db(b"cs", txn=txn, dupsort=True, dupfixed=True, create=False))
+    env.close()
+    read = ("import sys\nfrom lakebench.store import LmdbStore, StoreError\nfrom lakebench.store.terms import iri\n"
+            "with LmdbStore(sys.argv[1], readonly=True) as store:\n"
+            "    try:\n        store.quads(graph=iri('http://ex.org/g'))\n"
+            "    except StoreError as exc:\n        print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", read, str(path)], capture_output=True, text=True, timeout=60)
+    assert "corrupted entry" in result.stdout, result.stderr
 
 
 def test_a_quad_naming_a_missing_term_is_an_error_not_the_end_of_the_scan(tmp_path):

@@ -12,7 +12,7 @@ import lmdb
 import pytest
 
 from lakebench import _store
-from lakebench.store import LmdbStore, StoreError, check
+from lakebench.store import LmdbStore, check
 from lakebench.store.terms import DEFAULT_GRAPH, iri, literal
 
 G = iri("http://ex.org/g")
@@ -101,28 +101,6 @@ def test_a_write_undone_leaves_no_id_behind(tmp_path):
         store.add([(iri("http://ex.org/x"), P, literal("never stored"), G)])
         assert store.count(o=literal("never stored")) == 1
     assert _summary(path)["quads"] == 12
-
-
-def test_a_store_of_format_1_is_upgraded_when_opened_for_writing(tmp_path):
-    path = tmp_path / "s"
-    with LmdbStore(path, log=False) as store:       # every id filed: what format 1 holds
-        store.add(_quads(5))
-    env = lmdb.open(str(path), max_dbs=16)
-    meta = env.open_db(b"meta", create=False)
-    with env.begin(write=True) as txn:
-        txn.put(b"format", struct.pack(">I", 1), db=meta)
-    env.close()
-    with pytest.raises(StoreError, match="format 1, an older lakebench's"):
-        LmdbStore(path, readonly=True)
-    with LmdbStore(path) as store:
-        assert store.count(o=literal("value 2")) == 1
-        store.add(_quads(5, start=5))
-    env = lmdb.open(str(path), max_dbs=16, readonly=True)
-    meta = env.open_db(b"meta", create=False)
-    with env.begin() as txn:
-        assert struct.unpack(">I", txn.get(b"format", db=meta))[0] == _store.FORMAT_VERSION == 4
-    env.close()
-    assert _summary(path)["quads"] == 10
 
 
 def _damage(path, change) -> list[str]:

@@ -9,7 +9,9 @@ not allocate on a full file system is a SIGBUS at its first touch.  So:
   before anything is mapped: both must be meta pages (magic ``0xBEEFC0DE``,
   data version 1), and the current one (the higher transaction id, as
   LMDB picks it) must describe a file that is there: its page size a power
-  of two, its last page and its trees' roots inside the file.  A failure is
+  of two, its last page and its trees' roots inside the file (pages past
+  the end of the file are allowed only where its free-page tree lists them
+  as free: LMDB never reads those).  A failure is
   :class:`StoreDamaged`, one line.  It costs two reads of 152 bytes; the
   store runs it at every open (:class:`lakebench.store.LmdbStore`).
 * :func:`preallocate_lock` gives ``lock.mdb`` its blocks before LMDB maps
@@ -142,7 +144,8 @@ def verify_file(path, *, empty_ok: bool = False) -> MetaPage | None:
     LMDB initializes as a new store), or :class:`StoreDamaged`.
 
     The current meta page must fit the file: its page count (last page + 1)
-    times its page size at most the file's size, its trees' roots at or
+    times its page size at most the file's size (or the pages past the end
+    all free, read from the free-page tree), its trees' roots at or
     below its last page, its map size at least what it uses.  A file cut
     short fails here; damage inside the trees does not (see
     :func:`check_isolated`).
@@ -159,7 +162,7 @@ def verify_file(path, *, empty_ok: bool = False) -> MetaPage | None:
     size = file.stat().st_size
     meta = second if second.txnid > first.txnid else first  # LMDB's choice: on a tie, page 0
     where = f"meta page {meta.number} (transaction {meta.txnid:,})"
-    if size < meta.used_bytes:
+    if size < meta.used_bytes and not _tail_is_free(file, meta, size):
         raise _damaged(file, f"cut short: {size:,} bytes, but {where} uses {meta.last_page + 1:,} pages "
                              f"of {meta.page_size:,} bytes ({meta.used_bytes:,} bytes)")
     for name, root in (("free-page", meta.free_root), ("main", meta.main_root)):
@@ -170,6 +173,80 @@ def verify_file(path, *, empty_ok: bool = False) -> MetaPage | None:
         raise _damaged(file, f"{where} gives a map of {meta.map_size:,} bytes, less than the "
                              f"{meta.used_bytes:,} bytes it uses")
     return meta
+
+
+# The pages of the free-page tree (liblmdb's ``mdb.c``): after the 16-byte
+# header, ``mp_lower`` ends an array of uint16 node offsets; a node is
+# mn_lo, mn_hi, mn_flags, mn_ksize (uint16 each) then its key and data.  A
+# branch node's child page is mn_lo | mn_hi << 16 | mn_flags << 32; a leaf
+# node's data size is mn_lo | mn_hi << 16, its data the freed page numbers
+# of one transaction (size_t each: the count, then the pages), or, with
+# F_BIGDATA, the number of the overflow page that holds them.
+P_BRANCH, P_LEAF, P_OVERFLOW = 0x01, 0x02, 0x04
+F_BIGDATA = 0x01
+_NODE = struct.Struct("=HHHH")
+
+
+def _tail_is_free(file: Path, meta: MetaPage, size: int) -> bool:
+    """Whether every page of ``meta`` past the end of the file is free, so
+    that LMDB never reads it: a file is that short when the last pages a
+    transaction took were freed before its commit, and so never written
+    (seen after two large removals).  False when the free-page tree itself
+    reaches past the end, or is not one (then the file is cut short)."""
+    missing = range(size // meta.page_size, meta.last_page + 1)   # a partial last page is missing too
+    if meta.free_root == NO_PAGE:
+        return False
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        return _all_free(fd, meta, size, missing)
+    except (struct.error, OverflowError, MemoryError):   # a damaged page: sizes out of range
+        return False
+    finally:
+        os.close(fd)
+
+
+def _all_free(fd: int, meta: MetaPage, size: int, missing: range) -> bool:
+    """Walk the free-page tree (see _tail_is_free): whether it lists every page of ``missing``."""
+    psize = meta.page_size
+    free: set[int] = set()
+    todo, seen = [meta.free_root], set()
+    while todo:
+        number = todo.pop()
+        if number in seen or len(seen) > meta.last_page or not 2 <= number < size // psize:
+            return False   # a loop, more pages than the file, or a page past its end
+        seen.add(number)
+        page = os.pread(fd, psize, number * psize)
+        _, _, flags, lower, _ = _HEADER.unpack_from(page)
+        if not flags & (P_BRANCH | P_LEAF) or not _HEADER.size <= lower <= psize:
+            return False
+        for i in range((lower - _HEADER.size) // 2):
+            (at,) = struct.unpack_from("=H", page, _HEADER.size + 2 * i)
+            if at + _NODE.size > psize:
+                return False
+            lo, hi, node_flags, key_size = _NODE.unpack_from(page, at)
+            data_at = at + _NODE.size + key_size
+            if flags & P_BRANCH:
+                todo.append(lo | hi << 16 | node_flags << 32)
+                continue
+            data_size = lo | hi << 16
+            if node_flags & F_BIGDATA:
+                (overflow,) = struct.unpack_from("=Q", page, data_at)
+                pages = -(-(_HEADER.size + data_size) // psize)
+                if not 2 <= overflow or overflow + pages > size // psize:
+                    return False
+                data = os.pread(fd, _HEADER.size + data_size, overflow * psize)[_HEADER.size:]
+                if not _HEADER.unpack_from(os.pread(fd, _HEADER.size, overflow * psize))[2] & P_OVERFLOW:
+                    return False
+            elif data_at + data_size <= psize:
+                data = page[data_at:data_at + data_size]
+            else:
+                return False
+            count = len(data) // 8
+            if count == 0:
+                continue
+            ids = struct.unpack_from(f"={count}Q", data)
+            free.update(ids[1:1 + ids[0]])
+    return all(number in free for number in missing)
 
 
 #: The core's reader slots (``Environment(max_readers=...)``, default 126).

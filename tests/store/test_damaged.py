@@ -26,6 +26,7 @@ import pytest
 import lakebench
 from lakebench.process import free_port
 from lakebench.store import LmdbStore
+from lakebench.store.preflight import StoreDamaged
 from lakebench.workload import Workload
 
 #: The directory holding the ``lakebench`` package the tests import, so the
@@ -155,6 +156,36 @@ def test_meta_pages_read_without_mapping_agree_with_lmdb(store_dir):
         info["page_size"], info["last_pgno"], info["last_txnid"], info["map_size"])
     assert meta.used_bytes == (store_dir / "data.mdb").stat().st_size
     assert 2 <= meta.main_root <= meta.last_page and meta.depths[1] >= 1
+
+
+def test_a_file_whose_last_pages_were_freed_unwritten_opens(tmp_path):
+    """A transaction that takes pages at the end of the file and frees them
+    before its commit leaves them unwritten, so the file is shorter than its
+    last page: they are on the free-page tree, LMDB never reads them, and
+    the store is whole.  Two removals of whole graphs do it (the sequence a
+    review found); cut to half, the file is refused again."""
+    from lakebench.store import check
+    from lakebench.store.preflight import verify_file
+    from lakebench.store.terms import iri, literal
+
+    path = tmp_path / "store"
+    g, h, p = iri("http://ex.org/g"), iri("http://ex.org/h"), iri("http://ex.org/p")
+    with LmdbStore(path, log=False) as store:
+        store.add([(iri(f"http://ex.org/s{i:05d}"), p, literal(f"v{j}"), c)
+                   for i in range(1000) for j in range(3) for c in (g, h)])
+        store.write(lambda txn: txn.remove(None, None, None, g))
+        store.write(lambda txn: txn.remove(None, None, None, h))
+    meta = verify_file(path)
+    size = (path / "data.mdb").stat().st_size
+    assert size < meta.used_bytes   # the case itself: pages past the end of the file
+    copy = _copy(path, tmp_path)
+    _cut(copy, size // PAGE // 2 * PAGE)
+    with pytest.raises(StoreDamaged, match="cut short"):
+        verify_file(copy)
+    with LmdbStore(path) as store:
+        assert len(store) == 0
+        store.add([(g, p, literal("after"), g)])
+    assert check(path) == []
 
 
 # -- lakebench check --------------------------------------------------------------

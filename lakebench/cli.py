@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Open the LMDB store in DIR read-only and verify it: every quad index holds the "
         "same quads, every term id resolves, hashes and counts agree, the write-ahead log decodes. "
         "Before mapping data.mdb, its two LMDB meta pages are read and the file must hold the pages "
-        "they describe; the walk itself runs in a child process, so a crash inside liblmdb on a "
+        "they describe (but for pages its free-page tree lists as free); the walk itself runs in a child process, so a crash inside liblmdb on a "
         "damaged page is reported, not suffered. Exit 0 when consistent; 1 with the problems "
         "listed, or with one line 'store damaged: ...' when the file is damaged.")
     check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")

@@ -159,6 +159,9 @@ cdef class Environment:
         cdef bytes name
         cdef uint8_t ver[4]
         rc = mdb_txn_begin(self.env, NULL, MDB_RDONLY if self.readonly else 0, &txn)
+        if rc == MDB_MAP_RESIZED:   # another process grew the map since this one was mapped
+            mdb_env_set_mapsize(self.env, 0)
+            rc = mdb_txn_begin(self.env, NULL, MDB_RDONLY if self.readonly else 0, &txn)
         if rc:
             raise_rc(rc, "mdb_txn_begin")
         try:

@@ -41,6 +41,9 @@ cdef int graphs_from_cspo(MDB_txn* txn, MDB_dbi cs) noexcept nogil:
         # cspo is sorted by graph, then subject: the pairs come in cs's order
         g = get_be32(<uint8_t*>k.mv_data)
         s = get_be32(<uint8_t*>v.mv_data)
+        if g == 0 or s == 0:   # no id is 0
+            rc = E_CORRUPT
+            break
         if g != last_g or s != last_s:
             put_be32(kb, g)
             put_be32(vb, s)

@@ -12,8 +12,9 @@ not allocate on a full file system is a SIGBUS at its first touch.  So:
   of two, its last page and its trees' roots inside the file (pages past
   the end of the file are allowed only where its free-page tree lists them
   as free: LMDB never reads those).  A failure is
-  :class:`StoreDamaged`, one line.  It costs two reads of 152 bytes; the
-  store runs it at every open (:class:`lakebench.store.LmdbStore`).
+  :class:`StoreDamaged`, one line.  It costs two reads of 152 bytes (and,
+  for a file shorter than its last page, a walk of the free-page tree);
+  the store runs it at every open (:class:`lakebench.store.LmdbStore`).
 * :func:`preallocate_lock` gives ``lock.mdb`` its blocks before LMDB maps
   it (LMDB sizes it with ``ftruncate``, which allocates nothing): on a full
   file system the open is then an error (ENOSPC), not a SIGBUS.
@@ -46,6 +47,8 @@ The second meta page starts one page (the first one's page size) in.
 """
 from __future__ import annotations
 
+import array
+import itertools
 import os
 import struct
 import time
@@ -162,7 +165,25 @@ def verify_file(path, *, empty_ok: bool = False) -> MetaPage | None:
     size = file.stat().st_size
     meta = second if second.txnid > first.txnid else first  # LMDB's choice: on a tie, page 0
     where = f"meta page {meta.number} (transaction {meta.txnid:,})"
-    if size < meta.used_bytes and not _tail_is_free(file, meta, size):
+    if meta.page_size != first.page_size:
+        raise _damaged(file, f"{where} gives a page size of {meta.page_size:,} bytes, meta page 0 "
+                             f"{first.page_size:,}")
+    cut = size < meta.used_bytes and not _tail_is_free(file, meta, size)
+    for _ in range(5):
+        # A writer may have reused the pages of the free-page tree walked
+        # (two commits later): a walk that fails stands only if its meta is
+        # still the current one.
+        if not cut:
+            break
+        first, second = read_meta_pages(file)
+        size = file.stat().st_size
+        latest = second if second.txnid > first.txnid else first
+        if latest.txnid == meta.txnid:
+            break
+        meta = latest
+        where = f"meta page {meta.number} (transaction {meta.txnid:,})"
+        cut = size < meta.used_bytes and not _tail_is_free(file, meta, size)
+    if cut:
         raise _damaged(file, f"cut short: {size:,} bytes, but {where} uses {meta.last_page + 1:,} pages "
                              f"of {meta.page_size:,} bytes ({meta.used_bytes:,} bytes)")
     for name, root in (("free-page", meta.free_root), ("main", meta.main_root)):
@@ -191,62 +212,99 @@ def _tail_is_free(file: Path, meta: MetaPage, size: int) -> bool:
     """Whether every page of ``meta`` past the end of the file is free, so
     that LMDB never reads it: a file is that short when the last pages a
     transaction took were freed before its commit, and so never written
-    (seen after two large removals).  False when the free-page tree itself
-    reaches past the end, or is not one (then the file is cut short)."""
-    missing = range(size // meta.page_size, meta.last_page + 1)   # a partial last page is missing too
-    if meta.free_root == NO_PAGE:
+    (seen after two large removals).  False when a tree's root, or the
+    free-page tree itself, lies past the end, or is not one (then the file
+    is cut short).  Reads at most the file's size, keeps at most the
+    missing pages (damage must cost no more than the file)."""
+    in_file = size // meta.page_size             # whole pages: a partial last page is missing too
+    missing = range(in_file, meta.last_page + 1)
+    if meta.free_root == NO_PAGE or meta.free_root >= in_file or meta.main_root >= in_file \
+            or len(missing) > MAX_UNWRITTEN_PAGES:
         return False
     fd = os.open(file, os.O_RDONLY)
     try:
-        return _all_free(fd, meta, size, missing)
-    except (struct.error, OverflowError, MemoryError):   # a damaged page: sizes out of range
+        return _lists_free(fd, meta, in_file, missing)
+    except struct.error:   # a damaged page: an offset out of range
         return False
     finally:
         os.close(fd)
 
 
-def _all_free(fd: int, meta: MetaPage, size: int, missing: range) -> bool:
+#: Pages past the end of a healthy file, at most: the pages a transaction
+#: took and freed unwritten (3 seen); a file missing more is cut short.
+MAX_UNWRITTEN_PAGES = 1 << 16
+
+
+def _lists_free(fd: int, meta: MetaPage, in_file: int, missing: range) -> bool:
     """Walk the free-page tree (see _tail_is_free): whether it lists every page of ``missing``."""
     psize = meta.page_size
-    free: set[int] = set()
+    budget = in_file * psize                      # bytes this walk may read
+    found: set[int] = set()
     todo, seen = [meta.free_root], set()
     while todo:
         number = todo.pop()
-        if number in seen or len(seen) > meta.last_page or not 2 <= number < size // psize:
-            return False   # a loop, more pages than the file, or a page past its end
+        if number in seen or not 2 <= number < in_file or budget < psize:
+            return False   # a loop, a page past the end, or more read than the file holds
         seen.add(number)
+        budget -= psize
         page = os.pread(fd, psize, number * psize)
-        _, _, flags, lower, _ = _HEADER.unpack_from(page)
-        if not flags & (P_BRANCH | P_LEAF) or not _HEADER.size <= lower <= psize:
+        pgno, _, flags, lower, _ = _HEADER.unpack_from(page)
+        if pgno != number or flags not in (P_BRANCH, P_LEAF) or not _HEADER.size <= lower <= psize:
             return False
-        for i in range((lower - _HEADER.size) // 2):
-            (at,) = struct.unpack_from("=H", page, _HEADER.size + 2 * i)
-            if at + _NODE.size > psize:
-                return False
+        offsets = set(struct.unpack_from(f"={(lower - _HEADER.size) // 2}H", page, _HEADER.size))
+        for at in offsets:
             lo, hi, node_flags, key_size = _NODE.unpack_from(page, at)
-            data_at = at + _NODE.size + key_size
-            if flags & P_BRANCH:
+            if flags == P_BRANCH:
                 todo.append(lo | hi << 16 | node_flags << 32)
                 continue
-            data_size = lo | hi << 16
+            data_at, data_size = at + _NODE.size + key_size, lo | hi << 16
             if node_flags & F_BIGDATA:
                 (overflow,) = struct.unpack_from("=Q", page, data_at)
                 pages = -(-(_HEADER.size + data_size) // psize)
-                if not 2 <= overflow or overflow + pages > size // psize:
+                if overflow in seen or not 2 <= overflow or overflow + pages > in_file \
+                        or budget < pages * psize:
                     return False
-                data = os.pread(fd, _HEADER.size + data_size, overflow * psize)[_HEADER.size:]
-                if not _HEADER.unpack_from(os.pread(fd, _HEADER.size, overflow * psize))[2] & P_OVERFLOW:
+                seen.add(overflow)
+                budget -= pages * psize
+                head = os.pread(fd, _HEADER.size, overflow * psize)
+                pgno, _, oflags, lo_pages, hi_pages = _HEADER.unpack_from(head)
+                if pgno != overflow or oflags != P_OVERFLOW or lo_pages | hi_pages << 16 < pages:
                     return False
+                chunks = _chunks(lambda at, n: os.pread(fd, n, overflow * psize + _HEADER.size + at), data_size)
             elif data_at + data_size <= psize:
-                data = page[data_at:data_at + data_size]
+                chunks = iter([page[data_at:data_at + data_size]])
             else:
                 return False
-            count = len(data) // 8
-            if count == 0:
-                continue
-            ids = struct.unpack_from(f"={count}Q", data)
-            free.update(ids[1:1 + ids[0]])
-    return all(number in free for number in missing)
+            if not _free_ids(chunks, data_size, meta.last_page, missing, found):
+                return False
+    return len(found) == len(missing)
+
+
+def _chunks(read, size: int, step: int = 1 << 20):
+    """``size`` bytes as ``read(offset, n)`` gives them, a MiB at a time."""
+    for at in range(0, size, step):
+        yield read(at, min(step, size - at))
+
+
+def _free_ids(chunks, size: int, last_page: int, missing: range, found: set) -> bool:
+    """Add to ``found`` the pages of ``missing`` that one record of the
+    free-page tree lists (size_t each: the count, then the pages); False
+    when the count does not fit the record."""
+    count = None
+    for chunk in chunks:
+        ids = array.array("Q", chunk[:len(chunk) // 8 * 8])
+        if count is None:
+            if not ids:
+                return True
+            count = ids[0]
+            if count > size // 8 - 1 or count > last_page:
+                return False
+            ids = ids[1:]
+        found.update(n for n in itertools.islice(ids, count) if n in missing)
+        count -= min(count, len(ids))
+        if count == 0:
+            break
+    return True
 
 
 #: The core's reader slots (``Environment(max_readers=...)``, default 126).

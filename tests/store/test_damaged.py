@@ -182,6 +182,13 @@ def test_a_file_whose_last_pages_were_freed_unwritten_opens(tmp_path):
     _cut(copy, size // PAGE // 2 * PAGE)
     with pytest.raises(StoreDamaged, match="cut short"):
         verify_file(copy)
+    # a tree's root past the end is read at once, free or not: cut short
+    rooted = _copy(path, tmp_path, "rooted")
+    with open(rooted / "data.mdb", "r+b") as f:
+        f.seek(meta.number * PAGE + 128)   # the main tree's md_root in the current meta page
+        f.write(struct.pack("=Q", size // PAGE))
+    with pytest.raises(StoreDamaged, match="cut short"):
+        verify_file(rooted)
     with LmdbStore(path) as store:
         assert len(store) == 0
         store.add([(g, p, literal("after"), g)])

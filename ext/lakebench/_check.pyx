@@ -26,6 +26,7 @@ from liblmdb cimport *
 from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
 from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
                                DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
+                               pack_pair,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
                                valid_term, get_term, hash_bytes)
 
@@ -386,15 +387,12 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             if ix < N_INDEXES:
                 to_entry(ix, &qq, &e)
                 pack_entry(&e, kb, vb)
+                k2.mv_data = kb
                 k2.mv_size = 4
+                v2.mv_data = vb
                 v2.mv_size = 12
             else:                     # cs: graph -> subject
-                put_be32(kb, qq.c)
-                put_be32(vb, qq.k)
-                k2.mv_size = ID_SIZE
-                v2.mv_size = ID_SIZE
-            k2.mv_data = kb
-            v2.mv_data = vb
+                pack_pair(qq.c, qq.k, kb, vb, &k2, &v2)
             if c2 != NULL:
                 mdb_cursor_close(c2)
                 c2 = NULL

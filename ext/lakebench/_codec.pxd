@@ -160,6 +160,17 @@ cdef inline int cmp_quad(const void* x, const void* y) noexcept nogil:
     return 0
 
 
+cdef inline void pack_pair(uint32_t graph, uint32_t subject, uint8_t* kb, uint8_t* vb,
+                           MDB_val* k, MDB_val* v) noexcept nogil:
+    """An entry of cs (graph -> subject, 4-byte big-endian each) in ``kb`` and
+    ``vb``, pointed at by ``k`` and ``v``."""
+    put_be32(kb, graph)
+    put_be32(vb, subject)
+    k.mv_data = kb
+    k.mv_size = ID_SIZE
+    v.mv_data = vb
+    v.mv_size = ID_SIZE
+
 cdef inline int spoc_holds(MDB_cursor* spoc, uint32_t subject, uint32_t graph) noexcept nogil:
     """0 when ``spoc`` (a cursor on it) holds a quad of ``subject`` in
     ``graph``, MDB_NOTFOUND when not, E_CORRUPT for a wrong-sized value: a

@@ -17,6 +17,7 @@ from libc.stdlib cimport malloc, free, qsort
 from liblmdb cimport *
 from lakebench._codec cimport (E_NOMEM, E_CORRUPT, DB_SPOC, DB_CS, IX_SPOC, IX_POSC, IX_OSPC, ID_SIZE,
                                ENTRY_VALUE_SIZE, Quad, put_be32, get_be32, ld32, to_entry, pack_entry, spoc_holds,
+                               pack_pair,
                                cmp_quad)
 from lakebench._tables cimport qb_free
 
@@ -83,12 +84,7 @@ cdef int put_graph_subject(TxnCore* c, uint32_t graph, uint32_t subject) noexcep
     cdef uint8_t kb[ID_SIZE]
     cdef uint8_t vb[ID_SIZE]
     cdef int rc
-    put_be32(kb, graph)
-    put_be32(vb, subject)
-    k.mv_data = kb
-    k.mv_size = ID_SIZE
-    v.mv_data = vb
-    v.mv_size = ID_SIZE
+    pack_pair(graph, subject, kb, vb, &k, &v)
     rc = put_appending(c, N_INDEXES, DB_CS, &k, &v)
     return 0 if rc == MDB_KEYEXIST else rc
 
@@ -200,12 +196,7 @@ cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
             break
         rc = subject_in_graph(c, pairs.q[i].a, pairs.q[i].k, &left)
         if rc == 0 and not left:
-            put_be32(kb, pairs.q[i].k)
-            put_be32(vb, pairs.q[i].a)
-            k.mv_data = kb
-            k.mv_size = ID_SIZE
-            v.mv_data = vb
-            v.mv_size = ID_SIZE
+            pack_pair(pairs.q[i].k, pairs.q[i].a, kb, vb, &k, &v)
             rc = mdb_del(c.txn, c.dbi[DB_CS], &k, &v)
             if rc == MDB_NOTFOUND:
                 rc = 0

@@ -11,7 +11,7 @@ own write transaction (so a crash leaves the store as it was):
 from libc.stdint cimport uint8_t, uint32_t
 
 from liblmdb cimport *
-from lakebench._codec cimport E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32
+from lakebench._codec cimport E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, get_be32, pack_pair
 
 
 cdef int graphs_from_cspo(MDB_txn* txn, MDB_dbi cs) noexcept nogil:
@@ -45,12 +45,7 @@ cdef int graphs_from_cspo(MDB_txn* txn, MDB_dbi cs) noexcept nogil:
             rc = E_CORRUPT
             break
         if g != last_g or s != last_s:
-            put_be32(kb, g)
-            put_be32(vb, s)
-            ok.mv_data = kb
-            ok.mv_size = ID_SIZE
-            ov.mv_data = vb
-            ov.mv_size = ID_SIZE
+            pack_pair(g, s, kb, vb, &ok, &ov)
             rc = mdb_cursor_put(out, &ok, &ov, MDB_APPENDDUP if g == last_g else MDB_APPEND)
             if rc:
                 break

@@ -386,11 +386,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         for ix in range(1, N_INDEXES + 1):
             if ix < N_INDEXES:
                 to_entry(ix, &qq, &e)
-                pack_entry(&e, kb, vb)
-                k2.mv_data = kb
-                k2.mv_size = 4
-                v2.mv_data = vb
-                v2.mv_size = 12
+                pack_entry(&e, kb, vb, &k2, &v2)
             else:                     # cs: graph -> subject
                 pack_pair(qq.c, qq.k, kb, vb, &k2, &v2)
             if c2 != NULL:

@@ -133,12 +133,17 @@ cdef inline void from_entry(int ix, uint32_t k, uint32_t a, uint32_t b, uint32_t
     else:
         q[2] = k; q[0] = a; q[1] = b; q[3] = c
 
-cdef inline void pack_entry(const Quad* e, uint8_t* key, uint8_t* value) noexcept nogil:
-    """An entry as its 4-byte key and 12-byte value."""
+cdef inline void pack_entry(const Quad* e, uint8_t* key, uint8_t* value, MDB_val* k, MDB_val* v) noexcept nogil:
+    """An entry as its 4-byte key and 12-byte value in ``key`` and ``value``,
+    pointed at by ``k`` and ``v``."""
     put_be32(key, e.k)
     put_be32(value, e.a)
     put_be32(value + 4, e.b)
     put_be32(value + 8, e.c)
+    k.mv_data = key
+    k.mv_size = ID_SIZE
+    v.mv_data = value
+    v.mv_size = ENTRY_VALUE_SIZE
 
 cdef inline void unpack_entry(int ix, const MDB_val* key, const MDB_val* value, uint32_t* q) noexcept nogil:
     """The quad ``q[4]`` of a stored entry of index ``ix`` (sizes checked by the caller)."""

@@ -71,11 +71,7 @@ cdef int put_entry(TxnCore* c, int ix, const Quad* e) noexcept nogil:
     cdef MDB_val k, v
     cdef uint8_t kb[ID_SIZE]
     cdef uint8_t vb[ENTRY_VALUE_SIZE]
-    pack_entry(e, kb, vb)
-    k.mv_data = kb
-    k.mv_size = ID_SIZE
-    v.mv_data = vb
-    v.mv_size = ENTRY_VALUE_SIZE
+    pack_entry(e, kb, vb, &k, &v)
     return put_appending(c, ix, DB_SPOC + ix, &k, &v)
 
 cdef int put_graph_subject(TxnCore* c, uint32_t graph, uint32_t subject) noexcept nogil:
@@ -181,11 +177,7 @@ cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
     for i in range(q.n):
         for ix in range(N_INDEXES):
             to_entry(ix, &q.q[i], &e)
-            pack_entry(&e, kb, vb)
-            k.mv_data = kb
-            k.mv_size = ID_SIZE
-            v.mv_data = vb
-            v.mv_size = ENTRY_VALUE_SIZE
+            pack_entry(&e, kb, vb, &k, &v)
             rc = mdb_del(c.txn, c.dbi[DB_SPOC + ix], &k, &v)
             if rc and rc != MDB_NOTFOUND:
                 return rc

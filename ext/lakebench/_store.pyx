@@ -41,7 +41,7 @@ from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_
                                  delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
                                  count_triples)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
-                                 file_terms_step)
+                                 file_terms_step, sweep_free)
 
 import os
 
@@ -225,8 +225,7 @@ cdef class Environment:
         tt_free(&self.cache)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
-        free(self.sweep.ents)
-        memset(&self.sweep, 0, sizeof(SweepList))
+        sweep_free(&self.sweep)
         if self.wlock != NULL:
             PyThread_free_lock(self.wlock)
 
@@ -245,8 +244,7 @@ cdef class Environment:
         tt_clear(&self.cache)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
-        free(self.sweep.ents)
-        memset(&self.sweep, 0, sizeof(SweepList))
+        sweep_free(&self.sweep)
 
     @property
     def closed(self):

@@ -2,7 +2,7 @@
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 from lakebench._tables cimport TTable
-from lakebench._txncore cimport TxnCore
+from lakebench._txncore cimport TxnCore, SweepList
 
 cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil
 cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil
@@ -11,3 +11,4 @@ cdef void merge_cache(TxnCore* c) noexcept nogil
 cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil
 cdef int file_terms(TxnCore* c) noexcept nogil
 cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil
+cdef void sweep_free(SweepList* L) noexcept nogil

@@ -22,7 +22,7 @@ that turns encoded terms into ids, without the GIL:
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memset
-from libc.stdlib cimport malloc, free, qsort
+from libc.stdlib cimport malloc, free
 
 from liblmdb cimport *
 from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_SIZE, HASH_SIZE,
@@ -30,7 +30,7 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                TERM_IRI, TERM_BLANK,
                                put_be32, get_be32, put_be64, get_be64, ld32, get_term, hash_bytes)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, tt_term, tt_find, tt_add,
-                               tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, bloom_size,
+                               tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, hs_sort, bloom_size,
                                bloom_add, bloom_may_hold)
 from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL, core_cursor
 
@@ -298,13 +298,6 @@ cdef int put_hash(TxnCore* c, uint64_t h, uint32_t tid) noexcept nogil:
         return rc
     return mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
 
-cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
-    cdef const HSlot* x = <const HSlot*>a
-    cdef const HSlot* y = <const HSlot*>b
-    if x.h != y.h:
-        return -1 if x.h < y.h else 1
-    return (x.id > y.id) - (x.id < y.id)
-
 # A sweep files the ids (w, upto] of a generation hash range by hash range,
 # [0, pos) first, a slice at each commit: so t2i's leaves are rewritten a
 # slice at a time, in step with the new ids, instead of all at once.
@@ -364,6 +357,7 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
     cdef HTable t
     cdef HTable* src = &t
     cdef HSlot* sorted_ = NULL
+    cdef HSlot* spare = NULL
     cdef size_t i, n = 0
     cdef int rc
     rc = last_id(c, &m)
@@ -378,7 +372,8 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
         rc = hash_range(c, &t, w, upto)
     if rc == 0 and src.n:
         sorted_ = <HSlot*>malloc(src.n * sizeof(HSlot))
-        if sorted_ == NULL:
+        spare = <HSlot*>malloc(src.n * sizeof(HSlot))
+        if sorted_ == NULL or spare == NULL:
             rc = E_NOMEM
         else:
             for i in range(src.nslots):
@@ -390,11 +385,32 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
                     continue   # filed by the sweep
                 sorted_[n] = src.slots[i]
                 n += 1
-            qsort(sorted_, n, sizeof(HSlot), cmp_hslot)
-            rc = file_sorted(c, sorted_, n)
+            rc = hs_sort(&sorted_, &spare, n)
+            if rc == 0:
+                rc = file_sorted(c, sorted_, n)
     free(sorted_)
+    free(spare)
     ht_free(&t)
     return rc
+
+cdef int sweep_reserve(SweepList* L, size_t n) noexcept nogil:
+    """Room for ``n`` entries in both buffers (the list is then empty)."""
+    cdef size_t cap = L.cap if L.cap else 4096
+    while cap < n:
+        cap *= 2
+    sweep_free(L)
+    L.ents = <HSlot*>malloc(cap * sizeof(HSlot))
+    L.spare = <HSlot*>malloc(cap * sizeof(HSlot))
+    if L.ents == NULL or L.spare == NULL:
+        sweep_free(L)
+        return E_NOMEM
+    L.cap = cap
+    return 0
+
+cdef void sweep_free(SweepList* L) noexcept nogil:
+    free(L.ents)
+    free(L.spare)
+    memset(L, 0, sizeof(SweepList))
 
 cdef int sweep_list(TxnCore* c, uint32_t w, uint32_t upto, SweepList** out) noexcept nogil:
     """The writer's list of the generation (w, upto], by hash (built once per sweep)."""
@@ -412,17 +428,19 @@ cdef int sweep_list(TxnCore* c, uint32_t w, uint32_t upto, SweepList** out) noex
         rc = unfiled_table(c, w, m, &t)
     if rc:
         return rc
-    free(L.ents)
+    if t.n > L.cap:   # grown, never shrunk: pages kept are not touched afresh
+        rc = sweep_reserve(L, t.n)
+        if rc:
+            return rc
     L.n = 0
-    L.ents = <HSlot*>malloc((t.n if t.n else 1) * sizeof(HSlot))
-    if L.ents == NULL:
-        return E_NOMEM
     for i in range(t.nslots):
         tid = id_seq(t.slots[i].id)
         if tid > w and tid <= upto:
             L.ents[L.n] = t.slots[i]
             L.n += 1
-    qsort(L.ents, L.n, sizeof(HSlot), cmp_hslot)
+    rc = hs_sort(&L.ents, &L.spare, L.n)
+    if rc:
+        return rc
     L.w = w
     L.upto = upto
     L.valid = True
@@ -467,8 +485,6 @@ cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
         if ht_keep_above(c.unfiled, upto):
             c.unfiled.valid = False
     if rc == 0 and c.sweep_list != NULL:
-        free(c.sweep_list.ents)
-        c.sweep_list.ents = NULL
         c.sweep_list.n = 0
         c.sweep_list.valid = False
     return rc

@@ -11,6 +11,8 @@ from lakebench._tables cimport TTable, HTable, HSlot, Bloom, QBuf
 cdef struct SweepList:
     HSlot* ents               # the hashes and ids of a sweep's generation, by hash
     size_t n
+    HSlot* spare              # the sort's other buffer; both kept from sweep to sweep
+    size_t cap                # entries each buffer holds
     uint32_t w                # the generation: ids (w, upto]
     uint32_t upto
     bint valid

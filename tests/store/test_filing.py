@@ -68,15 +68,33 @@ def test_a_commit_files_the_ids_once_they_are_enough(tmp_path):
         assert store.count(o=literal("value 399")) == 1 and store.count(o=literal("value 0")) == 1
 
 
+def test_the_writers_table_finds_every_unfiled_id_after_sweeps_end(tmp_path):
+    """Each sweep's end drops the filed ids from the writer's table in place;
+    the ids left must all still be found there.  The literals are too long
+    for the process cache, so each lookup goes to that table or t2i."""
+    def quads(k):
+        return [(iri(f"http://ex.org/s{i}"), P, literal(f"a literal too long to be cached, number {i:08d}"), G)
+                for i in range(10 * k, 10 * k + 10)]
+
+    with LmdbStore(tmp_path / "s", filing_lag=64, batch_writes=4) as store:
+        for k in range(60):
+            store.add(quads(k))
+            with store.read() as txn:
+                terms = txn.term_count()
+            assert store.add([q for j in range(k + 1) for q in quads(j)]) == 0
+            with store.read() as txn:
+                assert txn.term_count() == terms, f"a term got a second id after write {k}"
+
+
 def test_a_writer_without_the_log_files_every_id_at_open(tmp_path):
     path = tmp_path / "s"
     with LmdbStore(path) as store:
-        store.add(_quads(20))
-    assert _summary(path)["unfiled_terms"] > 0
+        store.add(_quads(3000))                     # 6,000 ids: sorted by the radix sort, not qsort
+    assert _summary(path)["unfiled_terms"] > 4096
     with LmdbStore(path, log=False) as store:
         with store.read() as txn:
             assert txn.unfiled_terms() == 0
-        store.add(_quads(5, start=20))              # and it files its own at once
+        store.add(_quads(5, start=3000))            # and it files its own at once
         assert store.count(o=literal("value 3")) == 1
     summary = _summary(path)
     assert summary["unfiled_terms"] == 0 and summary["hash_entries"] == summary["terms"]

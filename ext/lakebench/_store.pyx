@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core of the lakebench triple store, its Python face:
-environments, transactions and the iterators over their scans.  LMDB is
+environments and transactions.  LMDB is
 called through its C API, every call without the GIL.
 
 The core is split by concern, one Cython module each (``ext/lakebench/``):
@@ -9,8 +9,9 @@ The core is split by concern, one Cython module each (``ext/lakebench/``):
 ``_rdfwriter`` terms -> N-Triples / Turtle, ``_check`` the checker,
 ``_errors`` the errors and the one place LMDB's return codes become them,
 ``_txncore`` a transaction's C half (index writes, scans), ``_termids`` its
-term ids (lookup, creation, filing them in t2i late), ``_upgrade`` the
-upgrade of older stores, and this module.
+term ids (lookup, creation, filing them in t2i late), ``_scan`` the
+iterator over a scan (quads, or text through ``_rdfwriter``), ``_upgrade``
+the upgrade of older stores, and this module.
 Everything Python sees is here (re-exported where it is made).
 
 The byte layout of an environment is described in ``_codec``.
@@ -33,8 +34,8 @@ from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, D
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
                                ht_free, bloom_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
-from lakebench._rdfwriter cimport TripleWriter, tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._check cimport check_snapshot
+from lakebench._scan cimport Scan, open_scan
 from lakebench._errors cimport raise_rc
 from lakebench._upgrade cimport graphs_from_cspo
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
@@ -51,6 +52,7 @@ from lakebench._codec import (FORMAT_VERSION, DB_NAMES, ID_LITERAL_BIT, INDEX_OR
 from lakebench._errors import StoreError, LmdbError, MapFullError, ParseError
 from lakebench._ntparser import PARSE_MESSAGES
 from lakebench._rdfwriter import render_ntriples_term
+from lakebench._scan import iter_batches
 
 
 def lmdb_version():
@@ -630,15 +632,22 @@ cdef class Txn:
         plan_scan(st, ids)
         return True
 
+    cdef Scan _scan(self, s, p, o, c, int mode, prefixes, Py_ssize_t chunk_size):
+        cdef ScanState st
+        memset(&st, 0, sizeof(ScanState))
+        found = self._plan(&st, s, p, o, c)
+        return open_scan(self, &self.core, self.env.dbi, &self.generation, self.write, &st, found, mode, prefixes,
+                         chunk_size)
+
     def quads(self, s=None, p=None, o=None, c=None):
         """Iterate the quads matching a pattern, as 4-tuples of encoded terms."""
         self._live()
-        return _iter_batches(_Scan._make(self, s, p, o, c, 0, None, 0))
+        return iter_batches(self._scan(s, p, o, c, 0, None, 0))
 
     def quad_ids(self, s=None, p=None, o=None, c=None):
         """Iterate matching quads as 4-tuples of ids (for tests and tools)."""
         self._live()
-        return _iter_batches(_Scan._make(self, s, p, o, c, 3, None, 0))
+        return iter_batches(self._scan(s, p, o, c, 3, None, 0))
 
     def serialize(self, s=None, p=None, o=None, c=None, format="nt", prefixes=None, Py_ssize_t chunk_size=1 << 16):
         """Stream the triples matching a pattern as N-Triples (``"nt"``) or
@@ -655,7 +664,7 @@ cdef class Txn:
             mode = 2
         else:
             raise ValueError(f"unknown format {format!r}")
-        return _Scan._make(self, s, p, o, c, mode, prefixes, chunk_size)
+        return self._scan(s, p, o, c, mode, prefixes, chunk_size)
 
     def count(self, s=None, p=None, o=None, c=None):
         """Number of quads matching the pattern."""
@@ -748,7 +757,7 @@ cdef class Txn:
                 if rc != MDB_NOTFOUND:
                     raise_rc(rc, "contexts")
         else:
-            for quad in _iter_batches(_Scan._make(self, s, p, o, None, 3, None, 0)):
+            for quad in iter_batches(self._scan(s, p, o, None, 3, None, 0)):
                 ids.add(quad[3])
         return [self.term(i) for i in sorted(ids)]
 
@@ -905,183 +914,3 @@ cdef class Txn:
         if rc:
             raise_rc(rc, "check")
         return result
-
-
-cdef enum:
-    BATCH = 256
-
-cdef class _Scan:
-    """Iterator over a pattern: quads of encoded terms (mode 0), id quads
-    (mode 3), or N-Triples (1) / Turtle (2) chunks."""
-    cdef Txn t
-    cdef uint64_t generation
-    cdef ScanState st
-    cdef int mode
-    cdef bint done
-    cdef bint empty
-    cdef Py_ssize_t chunk_size
-    cdef uint32_t batch[BATCH][4]
-    cdef MDB_val terms[BATCH][4]
-    cdef TripleWriter writer
-    cdef bint header_done
-    cdef dict cache
-
-    def __cinit__(self):
-        memset(&self.st, 0, sizeof(ScanState))
-        memset(&self.writer, 0, sizeof(TripleWriter))
-
-    @staticmethod
-    cdef _Scan _make(Txn t, s, p, o, c, int mode, prefixes, Py_ssize_t chunk_size):
-        cdef _Scan it = _Scan.__new__(_Scan)
-        cdef int rc
-        it.t = t
-        it.generation = t.generation
-        it.mode = mode
-        it.chunk_size = chunk_size if chunk_size > 0 else 1 << 16
-        it.cache = {}
-        it.empty = not t._plan(&it.st, s, p, o, c)
-        if not it.empty:
-            rc = scan_open(&t.core, &it.st)
-            if rc:
-                raise_rc(rc, "mdb_cursor_open")
-        if mode == 1 or mode == 2:
-            tw_init(&it.writer, mode == 2, prefixes, t.core.txn, t.env.dbi)
-        return it
-
-    def __dealloc__(self):
-        self._close()
-        tw_free(&self.writer)
-
-    cdef void _close(self) noexcept:
-        if self.st.cur != NULL:
-            # a read cursor is ours to free; a write transaction frees its
-            # cursors itself when it ends
-            if self.t is not None and (not self.t.write or
-                                       (self.t.core.txn != NULL and self.generation == self.t.generation)):
-                scan_close(&self.st)
-            self.st.cur = NULL
-            self.st.subjects = NULL
-        self.done = True
-
-    def close(self):
-        self._close()
-
-    def __iter__(self):
-        return self
-
-    cdef int _check_live(self) except -1:
-        if self.t.core.txn == NULL or self.generation != self.t.generation:
-            self._close()
-            raise StoreError("the transaction of this iterator is finished")
-        return 0
-
-    def __next__(self):
-        if self.mode == 0 or self.mode == 3:
-            raise TypeError("iterate quads through next_batch()")
-        return self._next_text()
-
-    cdef _next_text(self):
-        """The next chunk of text: the scan's triples through the writer."""
-        cdef int rc = 0
-        cdef uint32_t q[4]
-        cdef TripleWriter* w = &self.writer
-        if self.done and w.out.n == 0 and self.header_done:
-            raise StopIteration
-        if not self.header_done:
-            self.header_done = True
-            if tw_header(w):
-                raise MemoryError()
-        if not self.done and not self.empty:
-            self._check_live()
-            with nogil:
-                while w.out.n < <size_t>self.chunk_size:
-                    rc = scan_next(&self.st, q)
-                    if rc:
-                        break
-                    rc = tw_triple(w, q[0], q[1], q[2])
-                    if rc:
-                        break
-            if rc == MDB_NOTFOUND:
-                self._close()
-                if tw_finish(w):
-                    raise MemoryError()
-            elif rc:
-                self._close()
-                raise_rc(rc, "serialize")
-        elif not self.done:
-            self._close()
-        chunk = PyBytes_FromStringAndSize(w.out.p, w.out.n)
-        w.out.n = 0
-        if not chunk:
-            raise StopIteration
-        return chunk
-
-    cdef _fill(self):
-        """Up to BATCH matching quads in self.batch (terms resolved for mode 0)."""
-        cdef int rc = 0, j
-        cdef Py_ssize_t n = 0
-        if self.done or self.empty:
-            self._close()
-            return 0
-        self._check_live()
-        with nogil:
-            while n < BATCH:
-                rc = scan_next(&self.st, self.batch[n])
-                if rc:
-                    break
-                if self.mode == 0:
-                    for j in range(4):
-                        rc = get_term(self.t.core.txn, self.t.env.dbi, self.batch[n][j], &self.terms[n][j])
-                        if rc == MDB_NOTFOUND:
-                            rc = E_DANGLING   # not the scan's end: a quad names no term
-                        if rc:
-                            break
-                    if rc:
-                        break
-                n += 1
-        if rc == MDB_NOTFOUND:
-            self._close()
-        elif rc:
-            self._close()
-            raise_rc(rc, "scan")
-        return n
-
-    def next_batch(self):
-        """The next list of up to 256 results (empty at the end)."""
-        cdef Py_ssize_t n, i
-        cdef int j
-        cdef list out = []
-        cdef dict cache = self.cache
-        cdef uint32_t tid
-        if self.mode == 1 or self.mode == 2:
-            raise TypeError("a serializer yields chunks")
-        n = self._fill()
-        for i in range(n):
-            if self.mode == 3:
-                out.append((self.batch[i][0], self.batch[i][1], self.batch[i][2], self.batch[i][3]))
-                continue
-            row = []
-            for j in range(4):
-                tid = self.batch[i][j]
-                term = cache.get(tid)
-                if term is None:
-                    term = PyBytes_FromStringAndSize(<char*>self.terms[i][j].mv_data, self.terms[i][j].mv_size)
-                    if len(cache) < 4096:
-                        cache[tid] = term
-                row.append(term)
-            out.append(tuple(row))
-        return out
-
-
-# the quads iterator proper: a generator over batches
-def _iter_batches(_Scan it):
-    try:
-        while True:
-            batch = it.next_batch()
-            if not batch:
-                return
-            yield from batch
-    finally:
-        it.close()
-
-

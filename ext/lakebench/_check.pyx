@@ -28,7 +28,8 @@ from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITE
                                DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
                                pack_pair,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
-                               valid_term, get_term, hash_bytes)
+                               valid_term, get_term, get_stored, read_term, stored_equals, TermBuf,
+                               termbuf_free, hash_bytes)
 
 cdef struct Problem:
     int code
@@ -58,6 +59,8 @@ cdef struct Check:
     size_t nprobs
     size_t max_problems
     size_t total_problems
+    TermBuf term          # a literal's term, expanded from i2l's compact form ...
+    TermBuf term2         # ... and a second one, to compare two
 
 cdef enum:
     K_BAD_TERM = 1
@@ -183,7 +186,7 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
     and its hash entry in t2i (cursor ``c2``): there if it is filed, and
     otherwise absent and the term stored once (``unfiled``: those met)."""
     cdef MDB_cursor* cur
-    cdef MDB_val k, v, k2, v2
+    cdef MDB_val k, v, k2, v2, t
     cdef MDB_stat stat
     cdef uint32_t tid, literal = ID_LITERAL if db == DB_I2L else 0
     cdef int tree = W_I2L if literal else W_I2T
@@ -211,11 +214,17 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
         mark_id(ck, tid)
         if literal and has_id(ck, id_seq(tid)):   # i2t, walked first, has the number too
             problem(ck, K_SEQ_TWICE, id_seq(tid), tid, 0, 0, 0)
-        if not valid_term(<uint8_t*>v.mv_data, v.mv_size):
+        rc = read_term(&v, &ck.term, &t)   # t: the encoded term (i2l holds compact literals)
+        if rc == E_CORRUPT:
             problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
-        elif literal and not is_literal_term(<uint8_t*>v.mv_data):
+            t = v
+        elif rc:
+            break
+        if not valid_term(<uint8_t*>t.mv_data, t.mv_size):
+            problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
+        elif literal and not is_literal_term(<uint8_t*>t.mv_data):
             problem(ck, K_MISPLACED_TERM, tid, 0, 0, 0, 0)
-        h = hash_bytes(<uint8_t*>v.mv_data, v.mv_size)
+        h = hash_bytes(<uint8_t*>t.mv_data, t.mv_size)
         put_be64(hk, h)
         k2.mv_data = hk
         k2.mv_size = 8
@@ -235,7 +244,7 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
                 problem(ck, K_UNFILED_HASHED, tid, ck.filed, 0, 0, 0)
             elif rc != MDB_NOTFOUND:
                 break
-            rc = check_unfiled(txn, dbi, c2, unfiled, tid, <uint8_t*>v.mv_data, v.mv_size, h, ck)
+            rc = check_unfiled(txn, dbi, c2, unfiled, tid, <uint8_t*>t.mv_data, t.mv_size, h, ck)
             if rc:
                 break
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
@@ -325,7 +334,7 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
             elif not is_filed(ck, tid, get_be64(<uint8_t*>k.mv_data)):
                 problem(ck, K_HASH_BEYOND_FILED, tid, ck.filed, 0, 0, 0)
             else:
-                if get_term(txn, dbi, tid, &v2) == 0:
+                if get_term(txn, dbi, tid, &v2, &ck.term) == 0:
                     if hash_bytes(<uint8_t*>v2.mv_data, v2.mv_size) != get_be64(<uint8_t*>k.mv_data):
                         problem(ck, K_HASH_WRONG, tid, 0, 0, 0, 0)
             if not have or memcmp(prev, k.mv_data, 8) != 0:   # first id under this hash
@@ -466,7 +475,8 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
     while rc == 0:
         if v.mv_size == 4:
             other = get_be32(<uint8_t*>v.mv_data)
-            if other != tid and get_term(txn, dbi, other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+            if other != tid and get_stored(txn, dbi, other, &t) == 0 and stored_equals(<const uint8_t*>t.mv_data,
+                                                                                       t.mv_size, p, n):
                 problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
         rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
     if rc != MDB_NOTFOUND:
@@ -475,7 +485,7 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
         other = ht_next(seen, h, &pos)
         if other == 0:
             break
-        if get_term(txn, dbi, other, &t) == 0 and t.mv_size == n and memcmp(t.mv_data, p, n) == 0:
+        if get_stored(txn, dbi, other, &t) == 0 and stored_equals(<const uint8_t*>t.mv_data, t.mv_size, p, n):
             problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
     return E_NOMEM if ht_add(seen, h, tid) else 0
 
@@ -501,8 +511,8 @@ cdef int check_collisions(MDB_txn* txn, MDB_dbi* dbi, MDB_val* key, Check* ck) n
         return rc
     for i in range(n):
         for j in range(i + 1, n):
-            if get_term(txn, dbi, ids[i], &va) == 0 and get_term(txn, dbi, ids[j], &vb_) == 0:
-                if va.mv_size == vb_.mv_size and memcmp(va.mv_data, vb_.mv_data, va.mv_size) == 0:
+            if get_term(txn, dbi, ids[i], &va, &ck.term2) == 0 and get_stored(txn, dbi, ids[j], &vb_) == 0:
+                if stored_equals(<const uint8_t*>vb_.mv_data, vb_.mv_size, <const uint8_t*>va.mv_data, va.mv_size):
                     problem(ck, K_DUPLICATE_TERM, ids[i], ids[j], 0, 0, 0)
     mdb_cursor_close(c2)
     return 0
@@ -543,3 +553,5 @@ cdef tuple check_snapshot(MDB_txn* txn, MDB_dbi* dbi, size_t max_problems, int* 
     finally:
         free(ck.bitmap)
         free(ck.probs)
+        termbuf_free(&ck.term)
+        termbuf_free(&ck.term2)

@@ -22,7 +22,7 @@ keys of ``i2t`` and ``i2l``):
 ``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
           compare for the hot id -> term lookups) -> encoded term, for IRIs
           and blank nodes;
-``i2l``   the same for literals, whose ids have the top bit set.  An id's
+``i2l``   the same for literals (in a compact form, below), whose ids have the top bit set.  An id's
           other 31 bits are its sequence number, from 1, one counter for
           both; each database is appended in id order, so pages are full.
           (A store first written as format 2 holds literals in i2t too,
@@ -41,15 +41,34 @@ lexical form.
 
 >>> KIND_IRI + b"http://ex.org/a"
 b'Ihttp://ex.org/a'
+
+``i2l`` stores a literal whose lexical form is UTF-8 in a compact form: the
+kind letter in lower case, the language tag or datatype IRI and its NUL as
+they are, then each code point of the lexical form in 7-bit groups, lowest
+first, the high bit set on every byte of a code point but its last (1 byte
+below U+0080, 2 below U+4000, 3 beyond: never more than UTF-8).  Hashes and
+comparisons are of the encoded term, whatever its stored form:
+
+>>> stored_literal("Lこんにちは 😀".encode())
+b'l\\xd3`\\x93a\\xeb`\\xe1`\\xef` \\x80\\xec\\x07'
+>>> len("Lこんにちは 😀".encode()), len(stored_literal("Lこんにちは 😀".encode()))
+(21, 15)
+>>> expand_stored(stored_literal(b"Gfr\\x00chat")) == b"Gfr\\x00chat"
+True
+>>> stored_literal(b"Ihttp://ex.org/a") is None   # not a literal: stored as it is
+True
 """
 from libc.stdint cimport uint8_t, uint32_t
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdlib cimport malloc, free
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 
+#: 5: ``i2l`` holds literals in a compact form (code points in 7-bit groups);
 #: 4: no ``cspo`` index, ``cs`` lists a graph's subjects instead;
 #: 3: new literals are stored in ``i2l`` under ids with the top bit set;
 #: 2: ids above ``meta``'s ``terms_filed`` are not in t2i; 1 had none of these.
-#: A writable open upgrades an older store to 4 (a read-only open refuses it).
-FORMAT_VERSION = 4
+#: A writable open upgrades an older store to 5; a read-only open reads a
+#: store of format 4 as it is and refuses an older one.
+FORMAT_VERSION = 5
 #: Sub-database names, in the order of the ``dbi`` array.
 DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cs", "ns", "graphs", "i2l")
 #: The bit of a term id that says it names a literal (in ``i2l``).
@@ -78,3 +97,34 @@ cdef int check_term(object term) except -1:
     if not valid_term(<const uint8_t*>PyBytes_AS_STRING(term), PyBytes_GET_SIZE(term)):
         raise ValueError(f"invalid encoded term {term[:60]!r}")
     return 0
+
+
+def stored_literal(bytes term):
+    """The form ``i2l`` stores an encoded literal in, or None when it is
+    stored as it is (not a literal, or its lexical form is not UTF-8)."""
+    cdef const uint8_t* t = <const uint8_t*>PyBytes_AS_STRING(term)
+    cdef size_t n = PyBytes_GET_SIZE(term)
+    cdef uint8_t* out = <uint8_t*>malloc(n + 2)
+    cdef size_t size
+    if out == NULL:
+        raise MemoryError()
+    try:
+        size = compact_literal(t, n, out)
+        return PyBytes_FromStringAndSize(<char*>out, size) if size else None
+    finally:
+        free(out)
+
+
+def expand_stored(bytes value):
+    """The encoded term a value of ``i2t`` or ``i2l`` stands for; ValueError
+    when a compact one is malformed."""
+    cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(value)
+    cdef size_t n = PyBytes_GET_SIZE(value)
+    cdef Py_ssize_t size = expanded_size(s, n)
+    if size < 0:
+        raise ValueError(f"malformed compact literal {value[:60]!r}")
+    if not is_compact(s, n):
+        return value
+    out = PyBytes_FromStringAndSize(NULL, size)
+    expand_into(s, n, <uint8_t*>PyBytes_AS_STRING(out))
+    return out

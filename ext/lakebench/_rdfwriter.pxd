@@ -5,6 +5,7 @@ from libc.stdint cimport uint8_t, uint32_t
 
 from liblmdb cimport MDB_txn, MDB_dbi
 from lakebench._tables cimport Buf
+from lakebench._codec cimport TermBuf
 
 cdef struct Prefixes:
     size_t n
@@ -23,6 +24,7 @@ cdef struct TripleWriter:
     Buf sp               # N-Triples: "s p " of the current subject-predicate run
     uint32_t prev[3]     # the last triple written
     bint have_prev
+    TermBuf term         # a literal's term, expanded from i2l's compact form
 
 cdef int render_term(Buf* out, const uint8_t* t, size_t n, Prefixes* px, bint predicate) noexcept nogil
 cdef int tw_init(TripleWriter* w, bint turtle, prefixes, MDB_txn* txn, const MDB_dbi* dbi) except -1

@@ -18,7 +18,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes
 
 from liblmdb cimport MDB_txn, MDB_dbi, MDB_val, MDB_NOTFOUND
 from lakebench._codec cimport (E_NOMEM, E_TERM, E_DANGLING, TERM_IRI, TERM_BLANK, TERM_LITERAL, TERM_LANG_LITERAL,
-                               TERM_TYPED_LITERAL, iri_forbidden, is_alpha, is_digit, get_term)
+                               TERM_TYPED_LITERAL, iri_forbidden, is_alpha, is_digit, get_term, termbuf_free)
 from lakebench._tables cimport Buf, buf_reserve, buf_put, buf_byte, buf_free
 
 cdef const char* RDF_TYPE = b"http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -213,6 +213,7 @@ cdef void tw_free(TripleWriter* w) noexcept nogil:
     free(w.px.ns_len)
     free(w.px.name)
     free(w.px.name_len)
+    termbuf_free(&w.term)
     memset(w, 0, sizeof(TripleWriter))
 
 cdef int tw_header(TripleWriter* w) noexcept nogil:
@@ -232,7 +233,7 @@ cdef int tw_header(TripleWriter* w) noexcept nogil:
 
 cdef inline int put_term(TripleWriter* w, Buf* out, uint32_t tid, Prefixes* px, bint predicate) noexcept nogil:
     cdef MDB_val t
-    cdef int rc = get_term(w.txn, w.dbi, tid, &t)
+    cdef int rc = get_term(w.txn, w.dbi, tid, &t, &w.term)
     if rc == MDB_NOTFOUND:
         return E_DANGLING   # not the scan's end: a quad names no term
     if rc:

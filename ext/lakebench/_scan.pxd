@@ -4,6 +4,7 @@ from libc.stdint cimport uint32_t, uint64_t
 from liblmdb cimport MDB_val, MDB_dbi
 from lakebench._txncore cimport TxnCore, ScanState
 from lakebench._rdfwriter cimport TripleWriter
+from lakebench._codec cimport TermBuf
 
 cdef enum:
     BATCH = 256
@@ -21,7 +22,8 @@ cdef class Scan:
     cdef bint empty
     cdef Py_ssize_t chunk_size
     cdef uint32_t batch[BATCH][4]
-    cdef MDB_val terms[BATCH][4]
+    cdef MDB_val terms[BATCH][4]       # as stored: a literal may be compact
+    cdef TermBuf term                  # a literal's term, expanded
     cdef TripleWriter writer
     cdef bint header_done
     cdef dict cache

@@ -12,7 +12,7 @@ from libc.string cimport memset
 from cpython.bytes cimport PyBytes_FromStringAndSize
 
 from liblmdb cimport *
-from lakebench._codec cimport E_DANGLING, get_term
+from lakebench._codec cimport E_DANGLING, get_stored, read_term, TermBuf, termbuf_free
 from lakebench._errors cimport raise_rc
 from lakebench._rdfwriter cimport tw_init, tw_header, tw_triple, tw_finish, tw_free
 from lakebench._txncore cimport scan_open, scan_close, scan_next
@@ -55,10 +55,12 @@ cdef class Scan:
     def __cinit__(self):
         memset(&self.st, 0, sizeof(ScanState))
         memset(&self.writer, 0, sizeof(TripleWriter))
+        memset(&self.term, 0, sizeof(TermBuf))
 
     def __dealloc__(self):
         self._close()
         tw_free(&self.writer)
+        termbuf_free(&self.term)
 
     cdef void _close(self) noexcept:
         if self.st.cur != NULL:
@@ -139,7 +141,7 @@ cdef class Scan:
                     break
                 if self.mode == 0:
                     for j in range(4):
-                        rc = get_term(self.core.txn, self.dbi, self.batch[n][j], &self.terms[n][j])
+                        rc = get_stored(self.core.txn, self.dbi, self.batch[n][j], &self.terms[n][j])
                         if rc == MDB_NOTFOUND:
                             rc = E_DANGLING   # not the scan's end: a quad names no term
                         if rc:
@@ -161,6 +163,8 @@ cdef class Scan:
         cdef list out = []
         cdef dict cache = self.cache
         cdef uint32_t tid
+        cdef MDB_val v
+        cdef int rc
         if self.mode == 1 or self.mode == 2:
             raise TypeError("a serializer yields chunks")
         n = self._fill()
@@ -173,7 +177,11 @@ cdef class Scan:
                 tid = self.batch[i][j]
                 term = cache.get(tid)
                 if term is None:
-                    term = PyBytes_FromStringAndSize(<char*>self.terms[i][j].mv_data, self.terms[i][j].mv_size)
+                    rc = read_term(&self.terms[i][j], &self.term, &v)
+                    if rc:
+                        self._close()
+                        raise_rc(rc, "scan")
+                    term = PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
                     if len(cache) < 4096:
                         cache[tid] = term
                 row.append(term)

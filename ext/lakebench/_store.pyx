@@ -30,7 +30,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
 from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
-                               get_be32, get_term, hash_bytes, check_term)
+                               get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
                                ht_free, bloom_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
@@ -180,9 +180,11 @@ cdef class Environment:
                 if rc:
                     raise_rc(rc, f"opening database {n!r}")
                 if i == DB_META and self.readonly:
-                    # an older store lacks what this format reads (cs, i2l)
+                    # a store older than format 4 lacks what this format reads
+                    # (cs, i2l); format 4 differs only by the compact
+                    # literals that format 5 writes, and reads as it is
                     fmt = _format_of(txn, self.dbi[DB_META])
-                    if 0 < fmt < FORMAT_VERSION:
+                    if 0 < fmt < 4:
                         raise StoreError(f"{self.path!r} is a store of format {fmt}, an older lakebench's: "
                                          f"open it once for writing to upgrade it to format {FORMAT_VERSION}")
             k.mv_data = <char*>b"format"
@@ -196,9 +198,11 @@ cdef class Environment:
             # A new store gets the version.  A writable open upgrades an
             # older store before any write (an older lakebench then refuses
             # it rather than misread it: ids left out of t2i, from format
-            # 2; literals in i2l, 3; no cspo, 4).
+            # 2; literals in i2l, 3; no cspo, 4; compact literals in i2l,
+            # 5, which needs no rewrite: the literals stored before keep
+            # their form, read as they are).
             if not self.readonly and fmt != FORMAT_VERSION:
-                if 0 < fmt < FORMAT_VERSION:
+                if 0 < fmt < 4:
                     with nogil:
                         rc = graphs_from_cspo(txn, self.dbi[DB_CS])
                     if rc == MDB_NOTFOUND:
@@ -611,15 +615,20 @@ cdef class Txn:
     def term(self, uint32_t tid):
         """The encoded term of an id, or None."""
         cdef MDB_val v
+        cdef TermBuf b
         cdef int rc
         self._live()
-        with nogil:
-            rc = get_term(self.core.txn, self.env.dbi, tid, &v)
-        if rc == MDB_NOTFOUND:
-            return None
-        if rc:
-            raise_rc(rc, "mdb_get")
-        return PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
+        memset(&b, 0, sizeof(TermBuf))
+        try:
+            with nogil:
+                rc = get_term(self.core.txn, self.env.dbi, tid, &v, &b)
+            if rc == MDB_NOTFOUND:
+                return None
+            if rc:
+                raise_rc(rc, "mdb_get")
+            return PyBytes_FromStringAndSize(<char*>v.mv_data, v.mv_size)
+        finally:
+            termbuf_free(&b)
 
     cdef bint _plan(self, ScanState* st, s, p, o, c) except -1:
         """Fill st for a pattern; False when a bound term is unknown (empty result)."""

@@ -28,7 +28,8 @@ from liblmdb cimport *
 from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_SIZE, HASH_SIZE,
                                ID_LITERAL, ID_SEQ_MASK, id_seq, is_literal_term,
                                TERM_IRI, TERM_BLANK,
-                               put_be32, get_be32, put_be64, get_be64, ld32, get_term, hash_bytes)
+                               put_be32, get_be32, put_be64, get_be64, ld32, get_stored, read_term, stored_equals,
+                               compact_literal, TermBuf, termbuf_free, hash_bytes)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, tt_term, tt_find, tt_add,
                                tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, hs_sort, bloom_size,
                                bloom_add, bloom_may_hold)
@@ -131,24 +132,32 @@ cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil:
 cdef int hash_db_range(TxnCore* c, HTable* t, int db, uint32_t first, uint32_t last) noexcept nogil:
     """File the hashes of the ids [first, last] of i2t or i2l in ``t``."""
     cdef MDB_cursor* cur
-    cdef MDB_val k, v
+    cdef MDB_val k, v, term
+    cdef TermBuf b
     cdef uint32_t key = first, tid
     cdef int rc
     rc = core_cursor(c, db, &cur)
     if rc:
         return rc
+    memset(&b, 0, sizeof(TermBuf))
     k.mv_data = &key
     k.mv_size = ID_SIZE
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)
     while rc == 0:
         if k.mv_size != ID_SIZE:
-            return E_CORRUPT
+            rc = E_CORRUPT
+            break
         tid = ld32(k.mv_data)
         if tid > last:
             break
-        if ht_add(t, hash_bytes(<uint8_t*>v.mv_data, v.mv_size), tid):
-            return E_NOMEM
+        rc = read_term(&v, &b, &term)   # the hash is the encoded term's
+        if rc:
+            break
+        if ht_add(t, hash_bytes(<uint8_t*>term.mv_data, term.mv_size), tid):
+            rc = E_NOMEM
+            break
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    termbuf_free(&b)
     if rc and rc != MDB_NOTFOUND:
         return rc
     return 0
@@ -204,9 +213,9 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
             return 0
         if id_seq(tid) > m:
             continue
-        rc = get_term(c.txn, c.dbi, tid, &v)
+        rc = get_stored(c.txn, c.dbi, tid, &v)
         if rc == 0:
-            if v.mv_size == n and memcmp(v.mv_data, p, n) == 0:
+            if stored_equals(<const uint8_t*>v.mv_data, v.mv_size, p, n):
                 out[0] = tid
                 return 0
         elif rc != MDB_NOTFOUND:
@@ -269,9 +278,9 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     while rc == 0:
         if v.mv_size != ID_SIZE:
             return E_CORRUPT
-        rc = get_term(c.txn, c.dbi, get_be32(<uint8_t*>v.mv_data), &v2)
+        rc = get_stored(c.txn, c.dbi, get_be32(<uint8_t*>v.mv_data), &v2)
         if rc == 0:
-            if v2.mv_size == n and memcmp(v2.mv_data, p, n) == 0:
+            if stored_equals(<const uint8_t*>v2.mv_data, v2.mv_size, p, n):
                 out[0] = get_be32(<uint8_t*>v.mv_data)
                 return 0
         elif rc != MDB_NOTFOUND:
@@ -558,6 +567,9 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     cdef MDB_val k, v
     cdef uint32_t w, m, tid
     cdef bint literal = is_literal_term(p)
+    cdef size_t stored
+    cdef uint8_t small[1024]
+    cdef uint8_t* buf
     cdef HTable* t = NULL
     cdef int rc
     rc = last_id(c, &m)
@@ -589,7 +601,21 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     rc = core_cursor(c, DB_I2L if literal else DB_I2T, &cur)
     if rc:
         return rc
-    rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+    if literal:   # in its compact form, when it has one (see _codec)
+        buf = &small[0]
+        if n + 2 > sizeof(small):
+            buf = <uint8_t*>malloc(n + 2)
+        if buf == NULL:
+            return E_NOMEM
+        stored = compact_literal(p, n, buf)
+        if stored:
+            v.mv_data = buf
+            v.mv_size = stored
+        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+        if buf != &small[0]:
+            free(buf)
+    else:
+        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
     if rc:
         return rc
     if t != NULL:

@@ -11,7 +11,7 @@ import pytest
 import rdflib
 from rdflib.compare import isomorphic
 
-from lakebench import _store
+from lakebench import _codec, _store
 from lakebench.store import LmdbStore, ParseError, StoreError, check
 from lakebench.store.terms import DEFAULT_GRAPH, decode, iri, literal
 from lakebench.workload import Workload
@@ -216,6 +216,26 @@ def _py_hash(term: bytes) -> int:
     return fmix(h)
 
 
+def _py_expand(value: bytes) -> bytes:
+    """The encoded term of a compact i2l value (docs/store.rst, "Layout"),
+    decoded here independently of the core: the kind letter in upper case,
+    the head up to its NUL as it is, then code points in 7-bit groups."""
+    kind, rest = value[:1], value[1:]
+    head = b""
+    if kind in (b"g", b"d"):
+        cut = rest.index(b"\0") + 1
+        head, rest = rest[:cut], rest[cut:]
+    chars, code, shift = [], 0, 0
+    for byte in rest:
+        code |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            chars.append(chr(code))
+            code, shift = 0, 0
+    assert shift == 0, "a code point cut short"
+    return kind.upper() + head + "".join(chars).encode("utf-8")
+
+
 @pytest.mark.parametrize("filed", ["all filed", "some unfiled"])
 def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed):
     path = tmp_path / "store"
@@ -240,10 +260,13 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
     with env.begin() as txn:
         assert struct.unpack(">I", txn.get(b"format", db=dbs["meta"]))[0] == _store.FORMAT_VERSION
         others = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2t"])}  # native
-        literals = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2l"])}
-        # literals in i2l under ids with the top bit, the other kinds in i2t;
-        # the other 31 bits number every term from 1, one counter for both
-        assert literals and all(i & literal_bit and t[:1] in b"LGD" for i, t in literals.items())
+        stored = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=dbs["i2l"])}
+        # literals in i2l under ids with the top bit, in their compact form
+        # (every lexical form here is UTF-8), the other kinds in i2t; the
+        # other 31 bits number every term from 1, one counter for both
+        assert stored and all(i & literal_bit and t[:1] in b"lgd" for i, t in stored.items())
+        literals = {i: _py_expand(t) for i, t in stored.items()}
+        assert all(t[:1] in b"LGD" and len(stored[i]) <= len(t) for i, t in literals.items())
         assert others and all(not i & literal_bit and t[:1] in b"IB" for i, t in others.items())
         terms = {**others, **literals}
         assert sorted(i & ~literal_bit for i in terms) == list(range(1, len(terms) + 1))
@@ -269,14 +292,17 @@ def test_layout_read_independently_with_py_lmdb(tmp_path, small_workload, filed)
 
 def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[int, int, int, int]],
                declared: list[int] = ()) -> None:
-    """Write, with py-lmdb, a store as formats 1 to 3 laid it out: four quad
-    indices (cspo the fourth), every id filed in t2i, the graphs
-    ``declared`` empty; formats 1 and 2 hold every term in i2t, format 3
-    literals in i2l (ids with the literal bit)."""
+    """Write, with py-lmdb, a store as formats 1 to 4 laid it out: four quad
+    indices (cspo the fourth; format 4: three, and cs), every id filed in
+    t2i, the graphs ``declared`` empty; formats 1 and 2 hold every term in
+    i2t, formats 3 and 4 literals in i2l (ids with the literal bit), as
+    encoded terms."""
     env = lmdb.open(str(path), max_dbs=16, map_size=1 << 24)
-    quad_dbs = ("spoc", "posc", "ospc", "cspo")
-    names = ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs") + (("i2l",) if version >= 3 else ())
-    dbs = {name: env.open_db(name.encode(), dupsort=name in ("t2i", *quad_dbs), dupfixed=name in ("t2i", *quad_dbs),
+    quad_dbs = ("spoc", "posc", "ospc") + (("cspo",) if version < 4 else ())
+    names = ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs") + (("i2l",) if version >= 3 else ()) + \
+        (("cs",) if version >= 4 else ())
+    fixed = ("t2i", *quad_dbs, "cs")
+    dbs = {name: env.open_db(name.encode(), dupsort=name in fixed, dupfixed=name in fixed,
                              integerkey=name in ("i2t", "i2l")) for name in names}
     with env.begin(write=True) as txn:
         txn.put(b"format", struct.pack(">I", version), db=dbs["meta"])
@@ -287,6 +313,8 @@ def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[in
             for name in quad_dbs:
                 key, *values = (q["spoc".index(x)] for x in name)
                 txn.put(struct.pack(">I", key), struct.pack(">III", *values), db=dbs[name])
+            if version >= 4:
+                txn.put(struct.pack(">I", q[3]), struct.pack(">I", q[0]), db=dbs["cs"])
         for graph in declared:
             txn.put(struct.pack(">I", graph), b"", db=dbs["graphs"])
     env.close()
@@ -324,8 +352,8 @@ def test_a_store_of_format_2_keeps_its_literals_in_i2t_and_takes_new_ones_in_i2l
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_store_is_refused_read_only_and_upgraded_by_a_writable_open(tmp_path, version):
-    """Format 4 reads a graph through cs, which an older store lacks: a
-    read-only open says how to upgrade it; a writable open fills cs from
+    """Format 4 and later read a graph through cs, which an older store
+    lacks: a read-only open says how to upgrade it; a writable open fills cs from
     cspo (each graph's subjects, once), deletes cspo and keeps the graphs
     declared empty."""
     path = tmp_path / "store"
@@ -349,6 +377,35 @@ def test_an_older_store_is_refused_read_only_and_upgraded_by_a_writable_open(tmp
     assert problems == [] and problems.summary["graph_subjects"] == 3 and problems.summary["graphs"] == 2
     with LmdbStore(path, readonly=True) as store:
         assert store.count(graph=g) == 3
+
+
+def test_a_store_of_format_4_reads_its_literals_as_they_are_and_stores_new_ones_compact(tmp_path):
+    """Format 5 stores literals compact in i2l; the encoded terms a store of
+    format 4 holds there are read as they are (no rewrite), read-only too,
+    and a writable open gives none of them a second id."""
+    path = tmp_path / "store"
+    lit = _store.ID_LITERAL_BIT
+    s, p, g = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
+    old, new = literal("ancien café 世界 😀", lang="fr"), literal("nouveau café 世界 😀", lang="fr")
+    _old_store(path, 4, {1: s, 2: p, 3: g, 4 | lit: old}, [(1, 2, 4 | lit, 3)])
+    with LmdbStore(path, readonly=True) as store:
+        assert store.quads(o=old) == [(s, p, old, g)]
+    with LmdbStore(path) as store:
+        assert store.add([(s, p, old, g), (s, p, new, g)]) == 1
+        with store.read() as txn:
+            assert txn.term_id(old) == 4 | lit and txn.term_id(new) == 5 | lit and txn.term_count() == 5
+        assert set(store.quads(graph=g)) == {(s, p, old, g), (s, p, new, g)}
+    LmdbStore(path, log=False).close()   # files every id, each under its encoded term's hash
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    with env.begin() as txn:
+        i2l = env.open_db(b"i2l", txn=txn, integerkey=True, create=False)
+        stored = {struct.unpack("=I", k)[0]: v for k, v in txn.cursor(db=i2l)}
+    env.close()
+    assert stored[4 | lit] == old and stored[5 | lit][:1] == b"g" and _py_expand(stored[5 | lit]) == new
+    assert len(stored[5 | lit]) < len(new)
+    problems = check(path)
+    assert problems == [] and problems.summary["hash_entries"] == 5
+    assert _format_of(path)[0] == _store.FORMAT_VERSION == 5
 
 
 def test_an_upgrade_grows_a_full_map_and_a_store_without_cspo_is_refused(tmp_path):
@@ -528,3 +585,24 @@ def test_render_term_escapes():
     assert _store.render_ntriples_term(b"Dhttp://ex.org/t\x00v") == b'"v"^^<http://ex.org/t>'
     with pytest.raises(ValueError):
         _store.render_ntriples_term(b"Gen-no-separator")
+
+
+def test_a_literal_that_is_not_utf8_is_stored_as_it_is_and_read_back(tmp_path):
+    """Literals whose lexical form is UTF-8 are stored compact; raw bytes
+    given through the API that are not UTF-8 have no compact form and are
+    stored as they are: both read back unchanged and are found again."""
+    path = tmp_path / "store"
+    s, p, g = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
+    raw, text = b"L\xff\xfe not UTF-8 \xed\xa0\x80", literal("déjà vu \U0001d400", datatype="http://ex.org/t")
+    with LmdbStore(path) as store:
+        assert store.add([(s, p, raw, g), (s, p, text, g)]) == 2
+        assert store.add([(s, p, raw, g), (s, p, text, g)]) == 0   # each found again: no second id
+        assert set(store.quads(s=s)) == {(s, p, raw, g), (s, p, text, g)}
+        assert store.quads(o=raw) == [(s, p, raw, g)] and store.quads(o=text) == [(s, p, text, g)]
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    with env.begin() as txn:
+        i2l = env.open_db(b"i2l", txn=txn, integerkey=True, create=False)
+        stored = sorted(v for _, v in txn.cursor(db=i2l))
+    env.close()
+    assert stored == sorted([raw, _codec.stored_literal(text)]) and _py_expand(_codec.stored_literal(text)) == text
+    assert check(path) == []

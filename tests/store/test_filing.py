@@ -12,6 +12,7 @@ import lmdb
 import pytest
 
 from lakebench import _store
+from lakebench._codec import expand_stored
 from lakebench.store import LmdbStore, check
 from lakebench.store.terms import DEFAULT_GRAPH, iri, literal
 
@@ -147,12 +148,12 @@ def half_filed(tmp_path):
 
 def _term_numbered(txn, dbs, seq: int) -> tuple[int, bytes]:
     """The id and encoded term numbered ``seq``: a literal in i2l (its id
-    has the literal bit), any other term in i2t."""
+    has the literal bit; stored compact), any other term in i2t."""
     term = txn.get(struct.pack("=I", seq), db=dbs["i2t"])
     if term is not None:
         return seq, term
     tid = seq | _store.ID_LITERAL_BIT
-    return tid, txn.get(struct.pack("=I", tid), db=dbs["i2l"])
+    return tid, expand_stored(txn.get(struct.pack("=I", tid), db=dbs["i2l"]))
 
 
 def _file_the_last(last: int, put: list):

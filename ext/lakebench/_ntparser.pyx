@@ -13,9 +13,10 @@ from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memset
 
 from lakebench._codec cimport (E_NOMEM, E_PARSE, TERM_IRI, TERM_LITERAL, TERM_LANG_LITERAL,
-                               TERM_TYPED_LITERAL, TERM_DOC_BLANK, put_be32, iri_forbidden, is_alpha, is_digit)
-from lakebench._tables cimport (Buf, TTable, QBuf, TF_BLANK, buf_put, buf_byte, buf_free, buf_utf8,
-                                tt_free, tt_intern, qb_push)
+                               TERM_TYPED_LITERAL, TERM_DOC_BLANK, CASE_BIT, put_be32, iri_forbidden, is_alpha,
+                               is_digit)
+from lakebench._tables cimport (Buf, TTable, QBuf, StoredForms, TF_BLANK, buf_put, buf_byte, buf_free, buf_utf8,
+                                buf_groups, sf_set, tt_free, tt_intern, qb_push)
 
 # Parse error kinds (index into PARSE_MESSAGES).
 cdef enum:
@@ -80,6 +81,14 @@ cdef inline int utf8_seq(const uint8_t* p, size_t avail) noexcept nogil:
             return 0
         return 4
     return 0
+
+cdef inline uint32_t utf8_value(const uint8_t* p, int k) noexcept nogil:
+    """The code point of the valid UTF-8 sequence of ``k`` bytes at p (k 2 to 4)."""
+    if k == 2:
+        return ((p[0] & 0x1F) << 6) | (p[1] & 0x3F)
+    if k == 3:
+        return ((p[0] & 0x0F) << 12) | ((p[1] & 0x3F) << 6) | (p[2] & 0x3F)
+    return ((p[0] & 0x07) << 18) | ((p[1] & 0x3F) << 12) | ((p[2] & 0x3F) << 6) | (p[3] & 0x3F)
 
 cdef inline int hexval(uint8_t c) noexcept nogil:
     if 48 <= c <= 57:
@@ -227,6 +236,7 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
     cdef uint32_t cp
     cdef int k
     P.lex.n = 0
+    P.clex.n = 0
     P.pos += 1
     while True:
         run = P.pos
@@ -235,7 +245,8 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
             if c == 34 or c == 92 or c == 10 or c == 13 or c >= 0x80:
                 break
             P.pos += 1
-        if P.pos > run and buf_put(&P.lex, P.src + run, P.pos - run):
+        if P.pos > run and (buf_put(&P.lex, P.src + run, P.pos - run)
+                            or buf_put(&P.clex, P.src + run, P.pos - run)):
             return E_NOMEM
         if P.pos >= P.n:
             return perr(P, P_STRING_EOF, start)
@@ -249,7 +260,7 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
             k = utf8_seq(P.src + P.pos, P.n - P.pos)
             if k == 0:
                 return perr(P, P_UTF8, P.pos)
-            if buf_put(&P.lex, P.src + P.pos, k):
+            if buf_put(&P.lex, P.src + P.pos, k) or buf_groups(&P.clex, utf8_value(P.src + P.pos, k)):
                 return E_NOMEM
             P.pos += k
             continue
@@ -261,6 +272,8 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
             if read_uchar(P, &cp):
                 return E_PARSE
             if buf_utf8(&P.lex, cp):
+                return E_NOMEM
+            if (buf_byte(&P.clex, <char>cp) if cp < 0x80 else buf_groups(&P.clex, cp)):
                 return E_NOMEM
             continue
         if e == 116:
@@ -277,7 +290,7 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
             c = e
         else:
             return perr(P, P_ESCAPE, P.pos)
-        if buf_byte(&P.lex, <char>c):
+        if buf_byte(&P.lex, <char>c) or buf_byte(&P.clex, <char>c):
             return E_NOMEM
         P.pos += 2
     P.tb.n = 0
@@ -314,7 +327,15 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
     if buf_put(&P.tb, P.lex.p, P.lex.n):
         return E_NOMEM
     local[0] = tt_intern(P.terms, P.tb.p, P.tb.n, 0)
-    return E_NOMEM if local[0] < 0 else 0
+    if local[0] < 0:
+        return E_NOMEM
+    if P.forms != NULL and <size_t>local[0] >= P.forms.n:   # a new term: its stored form too
+        P.ctb.n = 0
+        if (buf_byte(&P.ctb, <char>(P.tb.p[0] | CASE_BIT)) or buf_put(&P.ctb, P.tb.p + 1, P.tb.n - P.lex.n - 1)
+                or buf_put(&P.ctb, P.clex.p, P.clex.n)
+                or sf_set(P.forms, local[0], <const uint8_t*>P.ctb.p, P.ctb.n)):
+            return E_NOMEM
+    return 0
 
 cdef inline void skip_ws(Parser* P) noexcept nogil:
     while P.pos < P.n and (P.src[P.pos] == 32 or P.src[P.pos] == 9):
@@ -390,17 +411,20 @@ cdef int parse_ntriples(Parser* P, QBuf* out, uint32_t graph) noexcept nogil:
             return E_NOMEM
 
 
-cdef void parser_init(Parser* P, const uint8_t* src, size_t n, TTable* terms) noexcept nogil:
+cdef void parser_init(Parser* P, const uint8_t* src, size_t n, TTable* terms, StoredForms* forms) noexcept nogil:
     memset(P, 0, sizeof(Parser))
     P.src = src
     P.n = n
     P.terms = terms
+    P.forms = forms
 
 cdef void parser_free(Parser* P) noexcept nogil:
     """Free the parser's own buffers (not the document's term table)."""
     tt_free(&P.blanks)
     buf_free(&P.tb)
     buf_free(&P.lex)
+    buf_free(&P.clex)
+    buf_free(&P.ctb)
 
 cdef tuple parse_error_args(Parser* P, data):
     """``(message, position, line, column)`` of the parser's error in ``data``."""

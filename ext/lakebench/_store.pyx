@@ -31,7 +31,8 @@ from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
-from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, tt_intern, tt_free, tt_clear, qb_push, qb_free,
+from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free, tt_clear,
+                               qb_push, qb_free,
                                ht_free, bloom_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
 from lakebench._check cimport check_snapshot
@@ -475,6 +476,7 @@ cdef class Txn:
         """
         cdef Parser P
         cdef TTable terms
+        cdef StoredForms forms
         cdef QBuf q
         cdef Py_ssize_t g
         cdef int rc = 0
@@ -482,8 +484,9 @@ cdef class Txn:
         self._require_write()
         check_term(graph)
         memset(&terms, 0, sizeof(TTable))
+        memset(&forms, 0, sizeof(StoredForms))
         memset(&q, 0, sizeof(QBuf))
-        parser_init(&P, &view[0] if view.shape[0] else <const uint8_t*>b"", view.shape[0], &terms)
+        parser_init(&P, &view[0] if view.shape[0] else <const uint8_t*>b"", view.shape[0], &terms, &forms)
         try:
             g = tt_intern(&terms, PyBytes_AS_STRING(graph), PyBytes_GET_SIZE(graph), 0)
             if g < 0:
@@ -495,10 +498,11 @@ cdef class Txn:
             if rc:
                 raise MemoryError()
             self._intern_quads(&terms, &q, extra)
-            return self._resolve_and_insert(&terms, &q, "ingest")
+            return self._resolve_and_insert(&terms, &q, "ingest", &forms)
         finally:
             qb_free(&q)
             tt_free(&terms)
+            sf_free(&forms)
             parser_free(&P)
 
     def add(self, quads):
@@ -532,7 +536,8 @@ cdef class Txn:
                 raise MemoryError()
         return 0
 
-    cdef size_t _resolve_and_insert(self, TTable* terms, QBuf* q, str what) except? 0:
+    cdef size_t _resolve_and_insert(self, TTable* terms, QBuf* q, str what,
+                                    const StoredForms* forms=NULL) except? 0:
         """Give every term of ``terms`` an id, rewrite ``q`` to ids, insert it; the number new."""
         cdef uint32_t* ids = <uint32_t*>malloc((terms.n + 1) * sizeof(uint32_t))
         cdef size_t i, added = 0
@@ -541,7 +546,7 @@ cdef class Txn:
             raise MemoryError()
         try:
             with nogil:
-                rc = resolve_table(&self.core, terms, ids)
+                rc = resolve_table(&self.core, terms, ids, forms)
                 if rc == 0:
                     for i in range(q.n):
                         q.q[i].k = ids[q.q[i].k]

@@ -55,6 +55,46 @@ cdef inline void buf_free(Buf* b) noexcept nogil:
 
 cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil
 
+cdef inline int buf_groups(Buf* b, uint32_t cp) noexcept nogil:
+    """Append code point ``cp`` (at least U+0080) in 7-bit groups, the
+    compact form of literals in i2l (see _codec)."""
+    if b.n + 3 > b.cap:
+        if buf_reserve(b, 3):
+            return E_NOMEM
+    b.p[b.n] = <char>((cp & 0x7F) | 0x80)
+    if cp < 0x4000:
+        b.p[b.n + 1] = <char>(cp >> 7)
+        b.n += 2
+    else:
+        b.p[b.n + 1] = <char>(((cp >> 7) & 0x7F) | 0x80)
+        b.p[b.n + 2] = <char>(cp >> 14)
+        b.n += 3
+    return 0
+
+
+# ---------------------------------------------------------------- stored forms
+# The form each term of a document's table is stored in, made by the parser
+# as it decodes the document (a literal's compact form costs nothing more
+# than a second buffer then; decoding it again when the id is created cost
+# about a tenth of an ingest).  Indexed like the table; a length of 0: none
+# (not a literal, or a term the parser did not make).
+cdef struct StoredForms:
+    Buf bytes
+    size_t* off
+    uint32_t* len
+    size_t n
+    size_t cap
+
+cdef int sf_set(StoredForms* f, size_t index, const uint8_t* p, size_t n) noexcept nogil
+cdef void sf_free(StoredForms* f) noexcept nogil
+
+cdef inline const uint8_t* sf_get(const StoredForms* f, size_t index, size_t* n) noexcept nogil:
+    """The stored form of term ``index``, or NULL."""
+    if f == NULL or index >= f.n or f.len[index] == 0:
+        return NULL
+    n[0] = f.len[index]
+    return <const uint8_t*>f.bytes.p + f.off[index]
+
 
 # ---------------------------------------------------------------- term table
 # Encoded terms -> ids: the per-document table of the parser, the

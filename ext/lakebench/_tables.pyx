@@ -37,6 +37,42 @@ cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil:
     return buf_put(b, t, n)
 
 
+cdef int sf_set(StoredForms* f, size_t index, const uint8_t* p, size_t n) noexcept nogil:
+    """Record the stored form of term ``index`` (a new term: ``index`` is
+    at least the count so far; the terms between get none)."""
+    cdef size_t cap
+    cdef size_t* off
+    cdef uint32_t* len_
+    if index < f.n:
+        return 0
+    if index >= f.cap:
+        cap = f.cap * 2 if f.cap else 256
+        while cap <= index:
+            cap *= 2
+        off = <size_t*>realloc(f.off, cap * sizeof(size_t))
+        if off == NULL:
+            return E_NOMEM
+        f.off = off
+        len_ = <uint32_t*>realloc(f.len, cap * sizeof(uint32_t))
+        if len_ == NULL:
+            return E_NOMEM
+        f.len = len_
+        f.cap = cap
+    while f.n < index:
+        f.len[f.n] = 0
+        f.n += 1
+    f.off[index] = f.bytes.n
+    f.len[index] = <uint32_t>n
+    f.n = index + 1
+    return buf_put(&f.bytes, p, n) if n else 0
+
+cdef void sf_free(StoredForms* f) noexcept nogil:
+    buf_free(&f.bytes)
+    free(f.off)
+    free(f.len)
+    memset(f, 0, sizeof(StoredForms))
+
+
 cdef void tt_free(TTable* t) noexcept nogil:
     buf_free(&t.arena)
     free(t.ents)

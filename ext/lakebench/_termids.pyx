@@ -30,7 +30,8 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                TERM_IRI, TERM_BLANK,
                                put_be32, get_be32, put_be64, get_be64, ld32, get_stored, read_term, stored_equals,
                                compact_literal, TermBuf, termbuf_free, hash_bytes)
-from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, tt_term, tt_find, tt_add,
+from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, StoredForms, sf_get, tt_term,
+                               tt_find, tt_add,
                                tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, hs_sort, bloom_size,
                                bloom_add, bloom_may_hold)
 from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL, core_cursor
@@ -560,9 +561,11 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
         rc = set_sweep(c, m, 0)   # the next generation is due already
     return rc
 
-cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out,
+                   const uint8_t* sp, size_t sn) noexcept nogil:
     """Store a new term under the next id (appended to i2l or i2t) and file
-    its hash: in t2i, or, when this transaction defers, in the unfiled table."""
+    its hash: in t2i, or, when this transaction defers, in the unfiled table.
+    ``sp`` (``sn`` bytes): its stored form when the parser made it, or NULL."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
     cdef uint32_t w, m, tid
@@ -601,7 +604,11 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     rc = core_cursor(c, DB_I2L if literal else DB_I2T, &cur)
     if rc:
         return rc
-    if literal:   # in its compact form, when it has one (see _codec)
+    if literal and sp != NULL:   # the compact form the parser made
+        v.mv_data = <void*>sp
+        v.mv_size = sn
+        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+    elif literal:   # in its compact form, when it has one (see _codec)
         buf = &small[0]
         if n + 2 > sizeof(small):
             buf = <uint8_t*>malloc(n + 2)
@@ -630,8 +637,10 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     c.next_id += 1
     return 0
 
-cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out) noexcept nogil:
-    """Term -> id through the transaction's table, the cache, then LMDB (write transactions)."""
+cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint create, uint32_t* out,
+                    const uint8_t* sp=NULL, size_t sn=0) noexcept nogil:
+    """Term -> id through the transaction's table, the cache, then LMDB
+    (write transactions); ``sp``: its stored form, if known (create_id)."""
     cdef Py_ssize_t i
     cdef int rc
     i = tt_find(&c.seen, p, n, h)
@@ -648,7 +657,7 @@ cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint cre
         if out[0] == 0:
             if not create:
                 return 0
-            rc = create_id(c, p, n, h, out)
+            rc = create_id(c, p, n, h, out, sp, sn)
             if rc:
                 return rc
     if tt_add(&c.seen, p, n, h, out[0], 0) < 0:
@@ -703,9 +712,11 @@ cdef inline int dec_digits(char* out, uint32_t x) noexcept nogil:
         out[i] = tmp[n - 1 - i]
     return n
 
-cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil:
-    """Resolve (creating) every term of a document table into ids[]."""
-    cdef size_t i
+cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids, const StoredForms* forms) noexcept nogil:
+    """Resolve (creating) every term of a document table into ids[];
+    ``forms``: the stored forms the parser made, or NULL."""
+    cdef size_t i, sn
+    cdef const uint8_t* sp
     cdef int rc, k
     cdef uint64_t doc = 0
     cdef const uint8_t* p
@@ -729,7 +740,8 @@ cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids) noexcept nogil:
             k += dec_digits(num + k, ordinal)
             rc = resolve_id(c, <const uint8_t*>num, k, hash_bytes(<const uint8_t*>num, k), True, &ids[i])
         else:
-            rc = resolve_id(c, p, t.ents[i].len, t.ents[i].h, True, &ids[i])
+            sp = sf_get(forms, i, &sn)
+            rc = resolve_id(c, p, t.ents[i].len, t.ents[i].h, True, &ids[i], sp, sn)
         if rc:
             return rc
     return 0

@@ -606,3 +606,37 @@ def test_a_literal_that_is_not_utf8_is_stored_as_it_is_and_read_back(tmp_path):
     env.close()
     assert stored == sorted([raw, _codec.stored_literal(text)]) and _py_expand(_codec.stored_literal(text)) == text
     assert check(path) == []
+
+
+def test_the_parser_makes_the_same_stored_form_as_the_codec(tmp_path):
+    """The parser builds a literal's compact form as it decodes the document
+    (escapes included); it must be byte for byte what ``stored_literal``
+    makes of the encoded term, or a term would have two stored forms."""
+    import random
+
+    from lakebench.workload import ALPHABET, escape_string
+
+    rng = random.Random(5)
+    pool = ALPHABET + "\x00\x7f\x80\u07ff\u0800\u3fff\u4000\uffff\U00010000\U0010ffff"
+    lines, values = [], []
+    for i in range(300):
+        value = "".join(rng.choice(pool) for _ in range(rng.randrange(0, 30)))
+        text = escape_string(value)
+        if i % 3 == 0:   # some characters written as \\u / \\U escapes
+            text = "".join(f"\\U{ord(ch):08X}" if rng.random() < 0.3 and ch not in '"\\\\' else ch for ch in text)
+        suffix = ["", "@en-GB", "^^<http://ex.org/type>"][i % 3]
+        lines.append(f'<http://ex.org/s> <http://ex.org/p{i}> "{text}"{suffix} .')
+        values.append(value)
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.ingest("\n".join(lines).encode(), iri("http://ex.org/g"))
+        literals = {q[2] for q in store.quads()}
+    expected = {literal(v, lang="en-GB" if i % 3 == 1 else None, datatype="http://ex.org/type" if i % 3 == 2 else None)
+                for i, v in enumerate(values)}
+    assert literals == expected   # read back as they were written
+    env = lmdb.open(str(path), max_dbs=16, readonly=True)
+    with env.begin() as txn:
+        i2l = env.open_db(b"i2l", txn=txn, integerkey=True, create=False)
+        stored = {v for _, v in txn.cursor(db=i2l)}
+    env.close()
+    assert stored == {_codec.stored_literal(t) for t in literals} and len(stored) == len(literals)

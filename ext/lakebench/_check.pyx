@@ -28,7 +28,7 @@ from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITE
                                DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
                                pack_pair,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
-                               valid_term, get_term, get_stored, read_term, stored_equals, TermBuf,
+                               valid_term, get_term, get_stored, read_term, stored_equals, is_compact, TermBuf,
                                termbuf_free, hash_bytes)
 
 cdef struct Problem:
@@ -214,11 +214,13 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
         mark_id(ck, tid)
         if literal and has_id(ck, id_seq(tid)):   # i2t, walked first, has the number too
             problem(ck, K_SEQ_TWICE, id_seq(tid), tid, 0, 0, 0)
-        rc = read_term(&v, &ck.term, &t)   # t: the encoded term (i2l holds compact literals)
-        if rc == E_CORRUPT:
+        # t: the encoded term (i2l holds literals compact; i2t, encoded terms only)
+        rc = E_CORRUPT if not literal and is_compact(<uint8_t*>v.mv_data, v.mv_size) else read_term(&v, &ck.term, &t)
+        if rc == E_CORRUPT:   # no term to hash or compare: one problem, and on
             problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)
-            t = v
-        elif rc:
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+            continue
+        if rc:
             break
         if not valid_term(<uint8_t*>t.mv_data, t.mv_size):
             problem(ck, K_BAD_TERM, tid, 0, 0, 0, 0)

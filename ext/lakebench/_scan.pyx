@@ -37,6 +37,7 @@ cdef Scan open_scan(object owner, TxnCore* core, const MDB_dbi* dbi, const uint6
     it.mode = mode
     it.chunk_size = chunk_size if chunk_size > 0 else 1 << 16
     it.cache = {}
+    it.done = False
     it.st = planned[0]
     it.empty = not found
     if not it.empty:
@@ -56,6 +57,7 @@ cdef class Scan:
         memset(&self.st, 0, sizeof(ScanState))
         memset(&self.writer, 0, sizeof(TripleWriter))
         memset(&self.term, 0, sizeof(TermBuf))
+        self.done = True   # until open_scan: a Scan() made from Python yields nothing
 
     def __dealloc__(self):
         self._close()
@@ -80,7 +82,7 @@ cdef class Scan:
         return self
 
     cdef int _check_live(self) except -1:
-        if self.core.txn == NULL or self.generation != self.owner_generation[0]:
+        if self.core == NULL or self.core.txn == NULL or self.generation != self.owner_generation[0]:
             self._close()
             raise StoreError("the transaction of this iterator is finished")
         return 0

@@ -61,6 +61,8 @@ cdef int sf_set(StoredForms* f, size_t index, const uint8_t* p, size_t n) noexce
     while f.n < index:
         f.len[f.n] = 0
         f.n += 1
+    if n > 0xFFFFFFFFU:   # beyond what a length here holds: none (create_id makes it)
+        n = 0
     f.off[index] = f.bytes.n
     f.len[index] = <uint32_t>n
     f.n = index + 1

@@ -640,3 +640,38 @@ def test_the_parser_makes_the_same_stored_form_as_the_codec(tmp_path):
         stored = {v for _, v in txn.cursor(db=i2l)}
     env.close()
     assert stored == {_codec.stored_literal(t) for t in literals} and len(stored) == len(literals)
+
+
+def test_check_reports_a_damaged_compact_literal_once_and_a_compact_value_in_i2t(tmp_path):
+    """A compact literal that does not decode is one problem (no hash to
+    check it by); i2t holds encoded terms only, so a compact value there is
+    damage too."""
+    path = tmp_path / "store"
+    s, p, g = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
+    with LmdbStore(path, log=False) as store:   # every id filed in t2i
+        store.add([(s, p, literal("é"), g)])
+    assert check(path) == []
+    env = lmdb.open(str(path), max_dbs=16)
+    with env.begin(write=True) as txn:
+        i2l = env.open_db(b"i2l", txn=txn, integerkey=True, create=False)
+        i2t = env.open_db(b"i2t", txn=txn, integerkey=True, create=False)
+        (key, value), = list(txn.cursor(db=i2l))
+        assert value == b"l\xe9\x01"
+        txn.put(key, b"l\xe9", db=i2l)                  # its code point cut short
+        iri_key = struct.pack("=I", 1)
+        assert txn.get(iri_key, db=i2t) == s
+        txn.put(iri_key, b"lfoo", db=i2t)               # a compact literal where an IRI was
+    env.close()
+    problems = list(check(path))
+    literal_id = struct.unpack("=I", key)[0]
+    assert problems.count(f"term {literal_id}: invalid encoding") == 1
+    assert "term 1: invalid encoding" in problems
+    assert f"term {literal_id}: missing from the hash index t2i" not in problems
+
+
+def test_a_scan_made_from_python_yields_nothing():
+    from lakebench._scan import Scan, iter_batches
+
+    assert Scan().next_batch() == [] and list(iter_batches(Scan())) == []
+    with pytest.raises(TypeError):
+        next(Scan())

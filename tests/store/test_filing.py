@@ -87,6 +87,30 @@ def test_the_writers_table_finds_every_unfiled_id_after_sweeps_end(tmp_path):
                 assert txn.term_count() == terms, f"a term got a second id after write {k}"
 
 
+def test_the_bloom_filter_grows_and_keeps_finding_every_filed_term(tmp_path):
+    """The writer's Bloom filter of t2i starts for 65,536 hashes; filing
+    more builds it again, larger, and no filed term may ever be "surely not
+    filed".  The literals are too long for the process cache, so each
+    lookup asks the filter."""
+    def quads(k):
+        return [(iri(f"http://ex.org/s{i}"), P, literal(f"a literal too long to be cached, number {i:08d}"), G)
+                for i in range(2000 * k, 2000 * k + 2000)]
+
+    with LmdbStore(tmp_path / "s", filing_lag=4096, batch_writes=2) as store:
+        written = 0
+        while True:                               # until enough are filed (by sweeps) for two rebuilds
+            store.add(quads(written))
+            written += 1
+            with store.read() as txn:
+                terms, unfiled = txn.term_count(), txn.unfiled_terms()
+            if terms - unfiled > 65536 + 131072:
+                break
+            assert written < 200
+        assert sum(store.add(quads(k)) for k in range(written)) == 0
+        with store.read() as txn:
+            assert txn.term_count() == terms      # every term found: none got a second id
+
+
 def test_a_writer_without_the_log_files_every_id_at_open(tmp_path):
     path = tmp_path / "s"
     with LmdbStore(path) as store:

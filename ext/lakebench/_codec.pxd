@@ -270,6 +270,16 @@ cdef inline size_t utf8_put(uint8_t* out, uint32_t c) noexcept nogil:
     out[3] = 0x80 | (c & 0x3F)
     return 4
 
+cdef inline size_t put_groups(uint8_t* out, uint32_t c) noexcept nogil:
+    """Write code point c (at least U+0080) in 7-bit groups; their count (2 or 3)."""
+    out[0] = (c & 0x7F) | 0x80
+    if c < 0x4000:
+        out[1] = c >> 7
+        return 2
+    out[1] = ((c >> 7) & 0x7F) | 0x80
+    out[2] = c >> 14
+    return 3
+
 cdef inline bint group_next(const uint8_t* s, size_t n, size_t* i, uint32_t* cp) noexcept nogil:
     """Decode the code point in 7-bit groups at s[i[0]] (advancing i): False
     unless it is one that compact_literal writes."""
@@ -342,14 +352,7 @@ cdef inline size_t compact_literal(const uint8_t* t, size_t n, uint8_t* out) noe
             i += 4
         else:
             return 0
-        out[j] = (cp & 0x7F) | 0x80
-        if cp < 0x4000:
-            out[j + 1] = cp >> 7
-            j += 2
-        else:
-            out[j + 1] = ((cp >> 7) & 0x7F) | 0x80
-            out[j + 2] = cp >> 14
-            j += 3
+        j += put_groups(out + j, cp)
     return j
 
 cdef inline Py_ssize_t expanded_size(const uint8_t* s, size_t n) noexcept nogil:

@@ -104,7 +104,7 @@ def stored_literal(bytes term):
     stored as it is (not a literal, or its lexical form is not UTF-8)."""
     cdef const uint8_t* t = <const uint8_t*>PyBytes_AS_STRING(term)
     cdef size_t n = PyBytes_GET_SIZE(term)
-    cdef uint8_t* out = <uint8_t*>malloc(n + 2)
+    cdef uint8_t* out = <uint8_t*>malloc(n if n else 1)
     cdef size_t size
     if out == NULL:
         raise MemoryError()

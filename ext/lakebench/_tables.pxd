@@ -6,7 +6,7 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libc.stdlib cimport realloc, free
 
-from lakebench._codec cimport E_NOMEM, Quad
+from lakebench._codec cimport E_NOMEM, Quad, put_groups
 
 
 # ---------------------------------------------------------------- growable buffer
@@ -61,14 +61,7 @@ cdef inline int buf_groups(Buf* b, uint32_t cp) noexcept nogil:
     if b.n + 3 > b.cap:
         if buf_reserve(b, 3):
             return E_NOMEM
-    b.p[b.n] = <char>((cp & 0x7F) | 0x80)
-    if cp < 0x4000:
-        b.p[b.n + 1] = <char>(cp >> 7)
-        b.n += 2
-    else:
-        b.p[b.n + 1] = <char>(((cp >> 7) & 0x7F) | 0x80)
-        b.p[b.n + 2] = <char>(cp >> 14)
-        b.n += 3
+    b.n += put_groups(<uint8_t*>b.p + b.n, cp)
     return 0
 
 

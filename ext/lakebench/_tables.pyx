@@ -9,32 +9,13 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memset
 from libc.stdlib cimport calloc, realloc, free, qsort
 
-from lakebench._codec cimport E_NOMEM, hash_bytes, id_seq
+from lakebench._codec cimport E_NOMEM, hash_bytes, id_seq, utf8_put
 
 
 cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil:
     """Append code point ``cp`` as UTF-8."""
     cdef uint8_t t[4]
-    cdef int n
-    if cp < 0x80:
-        t[0] = <uint8_t>cp
-        n = 1
-    elif cp < 0x800:
-        t[0] = <uint8_t>(0xC0 | (cp >> 6))
-        t[1] = <uint8_t>(0x80 | (cp & 0x3F))
-        n = 2
-    elif cp < 0x10000:
-        t[0] = <uint8_t>(0xE0 | (cp >> 12))
-        t[1] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
-        t[2] = <uint8_t>(0x80 | (cp & 0x3F))
-        n = 3
-    else:
-        t[0] = <uint8_t>(0xF0 | (cp >> 18))
-        t[1] = <uint8_t>(0x80 | ((cp >> 12) & 0x3F))
-        t[2] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
-        t[3] = <uint8_t>(0x80 | (cp & 0x3F))
-        n = 4
-    return buf_put(b, t, n)
+    return buf_put(b, t, utf8_put(t, cp))
 
 
 cdef int sf_set(StoredForms* f, size_t index, const uint8_t* p, size_t n) noexcept nogil:

@@ -21,7 +21,7 @@ that turns encoded terms into ids, without the GIL:
   term the descent into t2i.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memset
+from libc.string cimport memset
 from libc.stdlib cimport malloc, free
 
 from liblmdb cimport *
@@ -610,8 +610,8 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
         rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
     elif literal:   # in its compact form, when it has one (see _codec)
         buf = &small[0]
-        if n + 2 > sizeof(small):
-            buf = <uint8_t*>malloc(n + 2)
+        if n > sizeof(small):
+            buf = <uint8_t*>malloc(n)
         if buf == NULL:
             return E_NOMEM
         stored = compact_literal(p, n, buf)

@@ -1,1 +1,3 @@
-"""Type stubs of ext/lakebench/_tables.pyx: no Python API (its C API is in _tables.pxd)."""
+"""Type stubs of ext/lakebench/_tables.pyx (its C API is in _tables.pxd)."""
+
+def sort_by_hash(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]: ...

@@ -162,10 +162,13 @@ cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
 # Term hashes that may be in t2i: a miss there means the term is not, and
 # saves the B-tree descent that a new term's lookup would otherwise make.
 # Blocked (one 64-byte block per hash: one cache line), 6 bits per hash,
-# about 10 bits per hash held, so about 1% of absent hashes pass.
+# about 10 bits per hash held, so about 1% of absent hashes pass.  The
+# block is the hash's top bits: hashes added in order (a sweep's, a build
+# from t2i) walk the words in order instead of missing the cache each time.
 cdef struct Bloom:
     uint64_t* words
-    size_t nblocks        # blocks of 8 words, a power of two
+    size_t nblocks        # blocks of 8 words, a power of two, 2 or more
+    int shift             # 64 - log2(nblocks): a hash's block is h >> shift
     size_t n              # hashes added
     size_t capacity       # hashes it was sized for
     bint valid
@@ -174,7 +177,7 @@ cdef void bloom_free(Bloom* b) noexcept nogil
 cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil
 
 cdef inline void bloom_add(Bloom* b, uint64_t h) noexcept nogil:
-    cdef uint64_t* block = b.words + 8 * ((h >> 32) & (b.nblocks - 1))
+    cdef uint64_t* block = b.words + 8 * (h >> b.shift)
     cdef uint64_t x = h * 0x9E3779B97F4A7C15ULL
     cdef int i
     for i in range(6):
@@ -183,7 +186,7 @@ cdef inline void bloom_add(Bloom* b, uint64_t h) noexcept nogil:
     b.n += 1
 
 cdef inline bint bloom_may_hold(Bloom* b, uint64_t h) noexcept nogil:
-    cdef uint64_t* block = b.words + 8 * ((h >> 32) & (b.nblocks - 1))
+    cdef uint64_t* block = b.words + 8 * (h >> b.shift)
     cdef uint64_t x = h * 0x9E3779B97F4A7C15ULL
     cdef int i
     for i in range(6):

@@ -3,11 +3,12 @@
 hash table of encoded terms -> ids, kept in one arena), the hash table of
 ids (term hash -> id, without the terms), a Bloom filter of hashes and
 UTF-8 encoding into a growable buffer.  Declarations and the inline buffer and quad array
-operations are in ``_tables.pxd``.  No Python API.
+operations are in ``_tables.pxd``.  One Python function, ``sort_by_hash``,
+lets tests check the sweeps' sort against Python's.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memset
-from libc.stdlib cimport calloc, realloc, free, qsort
+from libc.string cimport memcmp, memcpy, memset
+from libc.stdlib cimport calloc, malloc, realloc, free, qsort
 
 from lakebench._codec cimport E_NOMEM, hash_bytes, id_seq, utf8_put
 
@@ -217,7 +218,43 @@ cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
 cdef enum:
     HS_RADIX_BITS = 16
     HS_SMALL = 4096          # fewer entries: qsort
-    HS_SMALL_BUCKET = 32     # a bucket of more: qsort, else insertion sort
+    HS_SMALL_BUCKET = 32     # a bucket of more: a second counting pass, else insertion sort
+
+cdef inline void hs_insertion_sort(HSlot* a, size_t n) noexcept nogil:
+    cdef size_t i, j
+    cdef HSlot e
+    for i in range(1, n):
+        e = a[i]
+        j = i
+        while j > 0 and cmp_hslot(&a[j - 1], &e) > 0:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = e
+
+cdef void hs_sort_bucket(HSlot* a, HSlot* tmp, size_t n) noexcept nogil:
+    """Sort ``a[:n]``, whose hashes share their top HS_RADIX_BITS bits, by a
+    counting pass on the next 8 bits into ``tmp`` and back (no allocation)."""
+    cdef size_t start[257]
+    cdef size_t k, b, lo, hi
+    cdef int shift = 64 - HS_RADIX_BITS - 8
+    memset(start, 0, sizeof(start))
+    for k in range(n):
+        start[((a[k].h >> shift) & 255) + 1] += 1
+    for b in range(256):
+        start[b + 1] += start[b]
+    for k in range(n):
+        b = (a[k].h >> shift) & 255
+        tmp[start[b]] = a[k]
+        start[b] += 1
+    lo = 0
+    for b in range(256):
+        hi = start[b]
+        if hi - lo > HS_SMALL_BUCKET:   # not seen with uniform hashes
+            qsort(tmp + lo, hi - lo, sizeof(HSlot), cmp_hslot)
+        else:
+            hs_insertion_sort(tmp + lo, hi - lo)
+        lo = hi
+    memcpy(a, tmp, n * sizeof(HSlot))
 
 cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil:
     """Sort ``ents[0][:n]`` by hash then id, using ``spare[0]`` (as large):
@@ -230,10 +267,9 @@ cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil:
     the scratch buffer glibc's qsort allocates (fresh pages, slow to touch
     first on the test machines' VMs) at each call."""
     cdef size_t* start
-    cdef size_t k, b, i, j, lo, hi
+    cdef size_t k, b, lo, hi
     cdef HSlot* src = ents[0]
     cdef HSlot* dst = spare[0]
-    cdef HSlot e
     if n < HS_SMALL:
         qsort(src, n, sizeof(HSlot), cmp_hslot)
         return 0
@@ -251,16 +287,10 @@ cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil:
     lo = 0
     for b in range(1 << HS_RADIX_BITS):
         hi = start[b]
-        if hi - lo > HS_SMALL_BUCKET:
-            qsort(dst + lo, hi - lo, sizeof(HSlot), cmp_hslot)
+        if hi - lo > HS_SMALL_BUCKET:   # a sweep's millions: the next 8 bits, through src
+            hs_sort_bucket(dst + lo, src + lo, hi - lo)
         else:
-            for i in range(lo + 1, hi):
-                e = dst[i]
-                j = i
-                while j > lo and cmp_hslot(&dst[j - 1], &e) > 0:
-                    dst[j] = dst[j - 1]
-                    j -= 1
-                dst[j] = e
+            hs_insertion_sort(dst + lo, hi - lo)
         lo = hi
     free(start)
     spare[0] = src
@@ -288,17 +318,47 @@ cdef void bloom_free(Bloom* b) noexcept nogil:
     memset(b, 0, sizeof(Bloom))
 
 cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil:
-    """Empty, sized for ``capacity`` hashes (10 bits each, at least one block)."""
-    cdef size_t nblocks = 1
+    """Empty, sized for ``capacity`` hashes (10 bits each, at least two blocks)."""
+    cdef size_t nblocks = 2
+    cdef int bits = 1
     while nblocks * 512 < capacity * 10:
         nblocks *= 2
+        bits += 1
     free(b.words)
     b.words = <uint64_t*>calloc(nblocks * 8, sizeof(uint64_t))
     if b.words == NULL:
         memset(b, 0, sizeof(Bloom))
         return E_NOMEM
     b.nblocks = nblocks
+    b.shift = 64 - bits
     b.n = 0
     b.capacity = capacity
     b.valid = True
     return 0
+
+
+def sort_by_hash(pairs):
+    """The ``(hash, id)`` pairs in the order a sweep files them: by hash,
+    then id (the core's radix sort, ``hs_sort``).
+
+    >>> sort_by_hash([(3, 1), (1 << 63, 2), (3, 0), (0, 9)])
+    [(0, 9), (3, 0), (3, 1), (9223372036854775808, 2)]
+    """
+    cdef size_t n = len(pairs), i
+    cdef HSlot* ents = <HSlot*>malloc((n if n else 1) * sizeof(HSlot))
+    cdef HSlot* spare = <HSlot*>malloc((n if n else 1) * sizeof(HSlot))
+    cdef int rc
+    try:
+        if ents == NULL or spare == NULL:
+            raise MemoryError()
+        for i in range(n):
+            ents[i].h = pairs[i][0]
+            ents[i].id = pairs[i][1]
+        with nogil:
+            rc = hs_sort(&ents, &spare, n)
+        if rc:
+            raise MemoryError()
+        return [(ents[i].h, ents[i].id) for i in range(n)]
+    finally:
+        free(ents)
+        free(spare)

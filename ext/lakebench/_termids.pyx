@@ -647,7 +647,9 @@ cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint cre
     if i >= 0:
         out[0] = c.seen.ents[i].id
         return 0
-    i = tt_find(c.cache, p, n, h)   # safe: we hold the writer lock
+    i = -1
+    if n <= CACHE_MAX_LITERAL or not is_literal_term(p):   # the cache holds no literal this long
+        i = tt_find(c.cache, p, n, h)   # safe: we hold the writer lock
     if i >= 0:
         out[0] = c.cache.ents[i].id
     else:

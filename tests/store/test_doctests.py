@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["lakebench.store", "lakebench.store.terms", "lakebench.store.wal", "lakebench.store.plugin", "lakebench._store",
-           "lakebench._codec", "lakebench._rdfwriter"]
+           "lakebench._codec", "lakebench._rdfwriter", "lakebench._tables"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -6,6 +6,7 @@ them; every read must still find them, no term may get two ids, and
 """
 from __future__ import annotations
 
+import random
 import struct
 
 import lmdb
@@ -13,6 +14,7 @@ import pytest
 
 from lakebench import _store
 from lakebench._codec import expand_stored
+from lakebench._tables import sort_by_hash
 from lakebench.store import LmdbStore, check
 from lakebench.store.terms import DEFAULT_GRAPH, iri, literal
 
@@ -109,6 +111,21 @@ def test_the_bloom_filter_grows_and_keeps_finding_every_filed_term(tmp_path):
         assert sum(store.add(quads(k)) for k in range(written)) == 0
         with store.read() as txn:
             assert txn.term_count() == terms      # every term found: none got a second id
+
+
+@pytest.mark.parametrize("n", [100, 5000, 40000])
+def test_a_sweeps_sort_orders_by_hash_then_id_as_python_does(n):
+    """A sweep files (hash, id) pairs in this order.  Besides uniform hashes,
+    a third share their top 16 bits (one radix bucket of thousands: the
+    second counting pass), some their top 24 (a sub-bucket of more than 32:
+    qsort), and some hashes repeat with other ids."""
+    rng = random.Random(n)
+    pairs = [(rng.getrandbits(64), rng.getrandbits(32)) for _ in range(n // 3)]
+    pairs += [((0xBEEF << 48) | rng.getrandbits(48), rng.getrandbits(32)) for _ in range(n // 3)]
+    pairs += [((0xC0FFEE << 40) | rng.getrandbits(40), rng.getrandbits(32)) for _ in range(n // 6)]
+    pairs += [(h, rng.getrandbits(32)) for h, _ in rng.sample(pairs, n // 6)]
+    rng.shuffle(pairs)
+    assert sort_by_hash(pairs) == sorted(pairs)
 
 
 def test_a_writer_without_the_log_files_every_id_at_open(tmp_path):

@@ -262,10 +262,13 @@ cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil:
     0 or E_NOMEM.
 
     Term hashes are uniform, so one counting pass on their top 16 bits
-    leaves buckets of a few entries each, finished by insertion sort: a
-    sweep's million entries sort in a fraction of qsort's time, and without
-    the scratch buffer glibc's qsort allocates (fresh pages, slow to touch
-    first on the test machines' VMs) at each call."""
+    leaves buckets of a few entries each, finished by insertion sort; a
+    bucket of more than HS_SMALL_BUCKET (a sweep of 3 million ids leaves
+    about 45 in each) gets a second counting pass on the next 8 bits
+    (``hs_sort_bucket``).  A sweep's millions of entries so sort in a
+    fraction of qsort's time, and without the scratch buffer glibc's qsort
+    allocates (fresh pages, slow to touch first on the test machines' VMs)
+    at each call."""
     cdef size_t* start
     cdef size_t k, b, lo, hi
     cdef HSlot* src = ents[0]

@@ -116,9 +116,10 @@ def test_the_bloom_filter_grows_and_keeps_finding_every_filed_term(tmp_path):
 @pytest.mark.parametrize("n", [100, 5000, 40000])
 def test_a_sweeps_sort_orders_by_hash_then_id_as_python_does(n):
     """A sweep files (hash, id) pairs in this order.  Besides uniform hashes,
-    a third share their top 16 bits (one radix bucket of thousands: the
-    second counting pass), some their top 24 (a sub-bucket of more than 32:
-    qsort), and some hashes repeat with other ids."""
+    a third share their top 16 bits (one crowded radix bucket: the second
+    counting pass), some their top 24 (a sub-bucket of more than 32: qsort),
+    and some hashes repeat with other ids.  100 pairs take the path of
+    small lists (qsort alone); 5,000 and 40,000 the radix sort."""
     rng = random.Random(n)
     pairs = [(rng.getrandbits(64), rng.getrandbits(32)) for _ in range(n // 3)]
     pairs += [((0xBEEF << 48) | rng.getrandbits(48), rng.getrandbits(32)) for _ in range(n // 3)]

@@ -273,7 +273,7 @@ cdef int read_literal(Parser* P, Py_ssize_t* local) noexcept nogil:
                 return E_PARSE
             if buf_utf8(&P.lex, cp):
                 return E_NOMEM
-            if (buf_byte(&P.clex, <char>cp) if cp < 0x80 else buf_groups(&P.clex, cp)):
+            if buf_groups(&P.clex, cp):
                 return E_NOMEM
             continue
         if e == 116:

@@ -56,8 +56,10 @@ cdef inline void buf_free(Buf* b) noexcept nogil:
 cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil
 
 cdef inline int buf_groups(Buf* b, uint32_t cp) noexcept nogil:
-    """Append code point ``cp`` (at least U+0080) in 7-bit groups, the
-    compact form of literals in i2l (see _codec)."""
+    """Append code point ``cp`` in 7-bit groups, the compact form of
+    literals in i2l (see _codec)."""
+    if cp < 0x80:
+        return buf_byte(b, <char>cp)
     if b.n + 3 > b.cap:
         if buf_reserve(b, 3):
             return E_NOMEM
@@ -139,7 +141,7 @@ cdef struct HTable:
 cdef void ht_free(HTable* t) noexcept nogil
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil
 cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil
-cdef int ht_keep_above(HTable* t, uint32_t lo) noexcept nogil
+cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil
 cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil
 
 cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:

@@ -171,9 +171,9 @@ cdef int ht_grow(HTable* t, size_t nslots) noexcept nogil:
     t.nslots = nslots
     return 0
 
-cdef int ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
+cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
     """Keep the ids numbered above ``lo`` only (the table then holds (lo,
-    hi]: sequence numbers, the literal bit aside); always 0.
+    hi]: sequence numbers, the literal bit aside).
 
     In place, in the table's own memory: a table built anew grew from
     nothing into fresh pages, and first touching them was most of the cost
@@ -186,7 +186,7 @@ cdef int ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
     cdef HSlot e
     t.lo = lo
     if t.n == 0:
-        return 0
+        return
     mask = t.nslots - 1
     start = 0
     while t.slots[start].id != 0:   # at most half the slots are used: one is empty
@@ -206,7 +206,6 @@ cdef int ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
         while t.slots[i].id != 0:
             i = (i + 1) & mask
         t.slots[i] = e
-    return 0
 
 cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
     cdef const HSlot* x = <const HSlot*>a

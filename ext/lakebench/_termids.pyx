@@ -492,8 +492,7 @@ cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
     if rc == 0:
         rc = set_sweep(c, 0, 0)
     if rc == 0 and c.unfiled != NULL and c.unfiled.valid:
-        if ht_keep_above(c.unfiled, upto):
-            c.unfiled.valid = False
+        ht_keep_above(c.unfiled, upto)
     if rc == 0 and c.sweep_list != NULL:
         c.sweep_list.n = 0
         c.sweep_list.valid = False
@@ -604,25 +603,22 @@ cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
     rc = core_cursor(c, DB_I2L if literal else DB_I2T, &cur)
     if rc:
         return rc
+    buf = &small[0]
     if literal and sp != NULL:   # the compact form the parser made
         v.mv_data = <void*>sp
         v.mv_size = sn
-        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
     elif literal:   # in its compact form, when it has one (see _codec)
-        buf = &small[0]
         if n > sizeof(small):
             buf = <uint8_t*>malloc(n)
-        if buf == NULL:
-            return E_NOMEM
+            if buf == NULL:
+                return E_NOMEM
         stored = compact_literal(p, n, buf)
         if stored:
             v.mv_data = buf
             v.mv_size = stored
-        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
-        if buf != &small[0]:
-            free(buf)
-    else:
-        rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+    rc = mdb_cursor_put(cur, &k, &v, MDB_APPEND)
+    if buf != &small[0]:
+        free(buf)
     if rc:
         return rc
     if t != NULL:

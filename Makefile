@@ -24,7 +24,7 @@ test: $(STAMP)
 setup: $(STAMP)
 
 # Re-install whenever the packaging or the compiled sources change.
-$(STAMP): pyproject.toml setup.py scripts/setup-env.sh $(wildcard ext/*.pyx ext/*.pxd ext/lakebench/*.pyx ext/lakebench/*.pxd)
+$(STAMP): pyproject.toml setup.py scripts/setup-env.sh $(wildcard ext/*.pyx ext/*.pxd ext/lakebench/*.pyx ext/lakebench/*.pxd ext/sparql/Cargo.* ext/sparql/src/*.rs)
 	VENV=$(VENV) scripts/setup-env.sh
 	touch $@
 

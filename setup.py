@@ -10,13 +10,17 @@ extensions:
   cimports (``from lakebench._codec cimport ...``) name the module imported
   at run time;
 * the generator of the data set's random literals, which needs nothing but
-  Python.
+  Python;
+* lakebench._sparql (Rust, ext/sparql/): SPARQL Update checked on the parse
+  of spargebra, pyoxigraph's own parser, and the sandbox of the process that
+  evaluates it (lakebench/server/sandbox.py); cargo builds it.
 """
 import os
 from pathlib import Path
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools_rust import Binding, RustExtension
 
 include_dirs = [d for d in [os.environ.get("LMDB_INCLUDEDIR")] if d]
 library_dirs = [d for d in [os.environ.get("LMDB_LIBDIR")] if d]
@@ -43,4 +47,5 @@ setup(
         include_path=["ext"],
         compiler_directives={"language_level": "3", "embedsignature": True},
     ),
+    rust_extensions=[RustExtension("lakebench._sparql", path="ext/sparql/Cargo.toml", binding=Binding.PyO3)],
 )

@@ -32,6 +32,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# cargo builds lakebench._sparql (ext/sparql/, Rust 1.74 or later): this
+# machine kind has it from rustup, in ~/.cargo/bin; Debian 12's rustc is too old.
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then export PATH="$HOME/.cargo/bin:$PATH"; else
+    echo "setup: error: cargo (Rust 1.74 or later, from rustup) is needed to build ext/sparql" >&2; exit 2; fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating virtualenv $VENV"
   "$PYTHON" -m venv "$VENV"

@@ -26,21 +26,26 @@ WORKER_CLASSES = ("gevent", "gthread", "sync")
 
 
 def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_binary: int | None = None,
-             log: bool | None = None):
+             log: bool | None = None, patch_timeout: float | None = None, cooperative: bool = False):
+    """The WSGI application; ``cooperative``: served by the gevent worker (a PATCH's
+    evaluation then lets the other clients be served, lakebench.server.sandbox)."""
     from lakebench.server.app import LdpApplication
     from lakebench.server.binaries import DEFAULT_MAX_BINARY
     from lakebench.server.repository import Repository
+    from lakebench.server.sandbox import PATCH_TIMEOUT
 
-    return LdpApplication(lambda: Repository(data, base_url, durable=durable, log=log), max_body=max_body,
-                          max_binary=DEFAULT_MAX_BINARY if max_binary is None else max_binary)
+    timeout = PATCH_TIMEOUT if patch_timeout is None else patch_timeout
+    return LdpApplication(lambda: Repository(data, base_url, durable=durable, log=log, patch_timeout=timeout,
+                                             cooperative=cooperative),
+                          max_body=max_body, max_binary=DEFAULT_MAX_BINARY if max_binary is None else max_binary)
 
 
-def _prepare_store(data: Path, base: str, durable: bool) -> None:
+def _prepare_store(data: Path, base: str, durable: bool, truncate_damaged_log: bool = False) -> None:
     """Open the store (creating it, replaying its log), sweep what a crash left, close it."""
     from lakebench.server.repository import Repository
 
     # No worker runs yet: the temporary files of uploads a crash cut short can go.
-    repository = Repository(data, base, durable=durable)
+    repository = Repository(data, base, durable=durable, truncate_damaged_log=truncate_damaged_log)
     repository.binaries.sweep_temporaries()
     repository.close()
 
@@ -48,7 +53,8 @@ def _prepare_store(data: Path, base: str, durable: bool) -> None:
 def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers: int = 1,
           durability: str = "durable", base_url: str | None = None, max_body: int | None = None,
           access_log: bool = False, max_binary: int | None = None, client_timeout: float | None = None,
-          max_connections: int | None = None, worker_class: str = "gevent") -> None:
+          max_connections: int | None = None, worker_class: str = "gevent",
+          patch_timeout: float | None = None, truncate_damaged_log: bool = False) -> None:
     """Run the server in the foreground until SIGTERM or SIGINT."""
     from gunicorn.app.base import BaseApplication
 
@@ -60,7 +66,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     # workers, every write is an LMDB commit of its own instead.
     log = workers == 1
     ldp_app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
-                       max_binary, log=log)
+                       max_binary, log=log, patch_timeout=patch_timeout, cooperative=worker_class == "gevent")
     app = serving.complete_responses(ldp_app)
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker; in a
@@ -68,7 +74,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     # line (lakebench.store.preflight).
     from lakebench.store.preflight import open_isolated
 
-    open_isolated(data, _prepare_store, data, base, durability == "durable")
+    open_isolated(data, _prepare_store, data, base, durability == "durable", truncate_damaged_log)
 
     options = {
         "bind": f"{host}:{port}",
@@ -149,6 +155,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-connections", type=int, default=None, metavar="N",
                         help="connections each worker serves at once, 1 to 100000; more wait to be "
                         "accepted (gevent and gthread workers; default: 1000)")
+    parser.add_argument("--patch-timeout", type=float, default=None, metavar="SECONDS",
+                        help="the longest a SPARQL Update (PATCH) may be evaluated, 0.1 to 3600; a longer "
+                        "one is stopped and answered 503. Updates run in a confined helper process "
+                        "that cannot open a connection (default: 5)")
+    parser.add_argument("--truncate-damaged-log", action="store_true",
+                        help="if the store's write-ahead log is damaged in the middle, drop the "
+                        "acknowledged writes after the damage and start (without it, serve refuses to "
+                        "start and says which writes; lakebench check reports it too)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request")
     parser.set_defaults(func=main)
     return parser
@@ -164,6 +178,10 @@ def main(args) -> int:
     if args.client_timeout is not None and not (math.isfinite(args.client_timeout)
                                                 and 0.1 <= args.client_timeout <= 86400):
         print("lakebench serve: error: --client-timeout must be between 0.1 and 86400 seconds", file=sys.stderr)
+        return 2
+    if args.patch_timeout is not None and not (math.isfinite(args.patch_timeout)
+                                               and 0.1 <= args.patch_timeout <= 3600):
+        print("lakebench serve: error: --patch-timeout must be between 0.1 and 3600 seconds", file=sys.stderr)
         return 2
     if args.max_connections is not None and not 1 <= args.max_connections <= 100_000:
         print("lakebench serve: error: --max-connections must be in 1..100000", file=sys.stderr)
@@ -183,7 +201,8 @@ def main(args) -> int:
         serve(args.data, host=args.host, port=args.port, workers=args.workers, durability=args.durability,
               base_url=args.base_url, max_body=args.max_body, access_log=args.access_log,
               max_binary=args.max_binary, client_timeout=args.client_timeout,
-              max_connections=args.max_connections, worker_class=args.worker_class)
+              max_connections=args.max_connections, worker_class=args.worker_class,
+              patch_timeout=args.patch_timeout, truncate_damaged_log=args.truncate_damaged_log)
     except (OSError, StoreError) as exc:  # e.g. DIR is a file, or not a store
         print(f"lakebench serve: error: {exc}", file=sys.stderr)
         return 1

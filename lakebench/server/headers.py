@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import unicodedata
 from urllib.parse import unquote
 
 from lakebench.server.errors import RepositoryError
@@ -251,7 +252,21 @@ def disposition_filename(header: str | None) -> str | None:
     'été.pdf'
     >>> disposition_filename("attachment; filename*=klingon''a%20b")
     'a b'
+    >>> disposition_filename("attachment; filename*=UTF-8''a%0D%0Ab")
+    Traceback (most recent call last):
+    ...
+    lakebench.server.errors.RepositoryError: the file name of Content-Disposition holds a control character (U+000D)
     """
+    name = _disposition_filename(header)
+    bad = next((c for c in name or "" if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        # It would be sent back in a header of every GET: refused, not stored.
+        raise RepositoryError(400, f"the file name of Content-Disposition holds a control character "
+                                   f"(U+{ord(bad):04X})")
+    return name
+
+
+def _disposition_filename(header: str | None) -> str | None:
     if not header:
         return None
     params = _parameters(header)

@@ -39,6 +39,7 @@ from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError, insufficient_storage
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
+from lakebench.server.sandbox import PATCH_TIMEOUT, Sandboxes
 from lakebench.server.rdfbody import (
     PARSERS,
     Body,
@@ -119,10 +120,15 @@ class Repository:
     (and its binaries in files beside it)."""
 
     def __init__(self, path: str | os.PathLike, base_url: str, durable: bool = True,
-                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None):
+                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
+                 patch_timeout: float = PATCH_TIMEOUT, cooperative: bool = False,
+                 truncate_damaged_log: bool = False):
         # log: the store's write-ahead log (the default), which one
         # process owns; several worker processes need log=False.
-        self.store = LmdbStore(path, durable=durable, map_size=map_size, log=log)
+        # patch_timeout, cooperative: how PATCHes are evaluated (lakebench.server.sandbox).
+        self.store = LmdbStore(path, durable=durable, map_size=map_size, log=log,
+                               truncate_damaged_log=truncate_damaged_log)
+        self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
         self.binaries = BinaryFiles(self.store.path / "binaries", durable=durable)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._type = iri(RDF_TYPE)
@@ -161,6 +167,7 @@ class Repository:
         return self.store.env
 
     def close(self) -> None:
+        self.sandboxes.close()
         self.store.close()
 
     def _write(self, op):
@@ -447,7 +454,7 @@ class Repository:
                     break
                 _check_preconditions(info, if_match, None)
                 before = self._ntriples(txn, uri)
-            removed, added = sparql_patch.run(update, before, uri)
+            removed, added = sparql_patch.run(update, before, uri, self.sandboxes)
             removed_body = split_managed(removed, uri, description)
             added_body = split_managed(added, uri, description)
             if removed_body.managed or added_body.managed:

@@ -27,7 +27,7 @@ STATUS = {
     405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 410: "410 Gone",
     411: "411 Length Required", 412: "412 Precondition Failed", 413: "413 Content Too Large",
     415: "415 Unsupported Media Type", 416: "416 Range Not Satisfiable",
-    500: "500 Internal Server Error", 507: "507 Insufficient Storage",
+    500: "500 Internal Server Error", 503: "503 Service Unavailable", 507: "507 Insufficient Storage",
 }
 MODEL_NAMES = {CONTAINER: "ldp:BasicContainer", RDF_SOURCE: "ldp:RDFSource", BINARY: "ldp:NonRDFSource"}
 
@@ -117,5 +117,8 @@ def description_headers(info, base_url: str, etag: bool = True) -> list[tuple[st
 
 def disposition(filename: str) -> str:
     """A Content-Disposition naming ``filename`` (ASCII fallback, and RFC 6266's ``filename*``)."""
-    ascii_name = filename.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
+    # Control characters are refused on the way in; a store written before
+    # that may still hold one, and a header must never carry it.
+    ascii_name = "".join("_" if c < " " or c == "\x7f" else c
+                         for c in filename.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_"))
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -144,8 +144,11 @@ class LmdbStore:
     def __init__(self, path, *, durable: bool = True, create: bool = True, readonly: bool = False,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
-                 filing_lag: int = DEFAULT_FILING_LAG):
+                 filing_lag: int = DEFAULT_FILING_LAG, truncate_damaged_log: bool = False):
         self.path = Path(path)
+        # A log damaged in the middle (acknowledged writes after the damage)
+        # refuses the open, unless the operator chose to lose those writes.
+        self._truncate_damaged_log = truncate_damaged_log
         if create and not readonly:
             self.path.mkdir(parents=True, exist_ok=True)
         elif not (self.path / "data.mdb").exists():
@@ -512,6 +515,13 @@ class LmdbStore:
             raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
                            f"records up to {applied}: records are missing")
         self._seq = pending[-1][0] if pending else applied
+        damage = self._log.damage(self._seq)
+        if damage is not None:
+            if not self._truncate_damaged_log:
+                raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
+                               "open the store with its damaged log truncated: lakebench serve "
+                               "--truncate-damaged-log)")
+            _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
         if pending:
             self._log.position_after(records)  # keep them until they are committed
             self._rebuild()
@@ -729,6 +739,10 @@ def _check_log(path: Path, env, result: "Problems") -> None:
         with env.begin() as txn:
             applied = _applied(txn)
         result.summary["log_applied"] = applied
+        last = max([applied, *(seq for seq, _ in log.records())])
+        damage = log.damage(last)
+        if damage is not None:
+            result.append(f"log: {damage}")
         expected = None
         for seq, payload in log.records():
             if seq <= applied:

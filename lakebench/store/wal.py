@@ -146,6 +146,58 @@ class WriteAheadLog:
             offset += _HEADER.size + length
             expected = seq + 1
 
+    def damage(self, last_good: int) -> str | None:
+        """Why records after the readable ones would be lost, or None.
+
+        Reading stops at the first record that is torn or out of sequence,
+        which is right for a tail cut by a crash: that record was never
+        acknowledged, and nothing follows it.  But if a later record, valid
+        and numbered past ``last_good`` (the last sequence number the store
+        and the readable records hold), lies beyond the stop, the stop is
+        damage in the middle of the log: the writes after it were
+        acknowledged, and a replay that stopped there would drop them
+        silently.  Older records left from before the log was last reset
+        are numbered at most ``last_good`` and do not count.
+        """
+        end = sum(_HEADER.size + len(payload) for _, payload in self.records())
+        size = os.fstat(self._fd).st_size
+        offset = end
+        while offset < size:
+            chunk = os.pread(self._fd, min(1 << 20, size - offset) + _HEADER.size, offset)
+            at = chunk.find(_MAGIC, 1 if offset == end else 0)
+            while at >= 0:
+                found = self._valid_at(offset + at)
+                if found is not None and found > last_good:
+                    later = self._chain_from(offset + at)
+                    return (f"the log's record at byte {end} (write {last_good + 1}) is damaged, and "
+                            f"{later} acknowledged write(s) after it ({found} to {found + later - 1}) "
+                            "would be lost by a replay that stops there")
+                at = chunk.find(_MAGIC, at + 1)
+            offset += max(1, len(chunk) - _HEADER.size)
+        return None
+
+    def _valid_at(self, offset: int) -> int | None:
+        """The sequence number of a whole, valid record at ``offset``, or None."""
+        header = os.pread(self._fd, _HEADER.size, offset)
+        if len(header) < _HEADER.size:
+            return None
+        magic, seq, length, crc = _HEADER.unpack(header)
+        if magic != _MAGIC or length > MAX_RECORD:
+            return None
+        payload = os.pread(self._fd, length, offset + _HEADER.size)
+        return seq if len(payload) == length and _crc(seq, payload) == crc else None
+
+    def _chain_from(self, offset: int) -> int:
+        """How many valid records follow each other in sequence from ``offset``."""
+        count, expected = 0, None
+        while True:
+            seq = self._valid_at(offset)
+            if seq is None or (expected is not None and seq != expected):
+                return count
+            length = _HEADER.unpack(os.pread(self._fd, _HEADER.size, offset))[2]
+            offset += _HEADER.size + length
+            count, expected = count + 1, seq + 1
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)  # also releases the flock

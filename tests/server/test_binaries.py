@@ -306,3 +306,21 @@ def test_a_1_gib_upload_keeps_the_worker_memory_flat(serve):
     tail = server.request("GET", "/huge", headers={"Range": "bytes=-16"})
     assert tail.status == 206 and tail.body == block[-16:]
     assert server.request("DELETE", "/huge").status == 204
+
+
+@pytest.mark.parametrize("disposition", ["attachment; filename*=UTF-8''a%0D%0Ab",
+                                         "attachment; filename*=UTF-8''a%00b",
+                                         "attachment; filename*=UTF-8''%1B%5B31m"])
+def test_a_file_name_that_cannot_be_a_header_is_refused(bins, disposition):
+    path = f"/bins/badname-{abs(hash(disposition))}"
+    r = bins.request("PUT", path, b"x", {**PNG, "Content-Disposition": disposition})
+    assert r.status == 400 and b"control character" in r.body and b"\n" not in r.body.strip()
+    assert bins.request("GET", path).status == 404
+
+
+def test_a_stored_file_name_with_a_control_character_is_sent_safely():
+    from lakebench.server.responses import disposition
+
+    header = disposition("a\r\nSet-Cookie: x\x00.txt")
+    assert all(c >= " " and c != "\x7f" for c in header)
+    assert header.endswith("filename*=UTF-8''a%0D%0ASet-Cookie%3A%20x%00.txt")

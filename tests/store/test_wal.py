@@ -9,7 +9,7 @@ import pytest
 
 from lakebench.store import LmdbStore, StoreError, check
 from lakebench.store.terms import iri
-from lakebench.store.wal import WriteAheadLog, decode_changes, encode_changes
+from lakebench.store.wal import LogError, WriteAheadLog, decode_changes, encode_changes
 
 S, P = iri("http://ex.org/s"), iri("http://ex.org/p")
 
@@ -87,6 +87,53 @@ def test_a_crash_leaves_writes_in_the_log_and_the_next_open_replays_them(tmp_pat
     with LmdbStore(tmp_path / "s", readonly=True) as store:
         assert store.count(S) == 10
     assert os.path.getsize(tmp_path / "s" / "wal") == 0  # a clean close empties the log
+
+
+def _crashed_with_ten_logged_writes(path) -> None:
+    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
+            "s = LmdbStore(sys.argv[1])\n"
+            "S, P = iri('http://ex.org/s'), iri('http://ex.org/p')\n"
+            "for i in range(10): s.add([(S, P, iri(f'http://ex.org/o{i}'), S)])\n"
+            "os._exit(0)  # no close: the writes are in the log only\n")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+
+
+def _damage_record(path, index: int) -> None:
+    """Flip a byte in the payload of the log's record number ``index`` (0-based)."""
+    import struct
+
+    header = struct.Struct("<4sQII")
+    data = bytearray((path / "wal").read_bytes())
+    offset = 0
+    for _ in range(index):
+        offset += header.size + header.unpack_from(data, offset)[2]
+    data[offset + header.size] ^= 0xFF
+    (path / "wal").write_bytes(data)
+
+
+def test_a_record_damaged_in_the_middle_is_reported_and_refused(tmp_path):
+    """Acknowledged writes after a damaged record are never dropped silently."""
+    _crashed_with_ten_logged_writes(tmp_path / "s")
+    _damage_record(tmp_path / "s", 3)
+    problems = check(tmp_path / "s")
+    assert len(problems) == 1 and "write 4" in problems[0] and "6 acknowledged write(s)" in problems[0]
+    with pytest.raises(LogError, match="damaged.*--truncate-damaged-log"):
+        LmdbStore(tmp_path / "s")
+    assert len(check(tmp_path / "s")) == 1  # the refused open changed nothing
+    out = subprocess.run([sys.executable, "-m", "lakebench.cli", "check", str(tmp_path / "s")],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "damaged" in out.stdout + out.stderr
+    with LmdbStore(tmp_path / "s", truncate_damaged_log=True) as store:  # the operator's choice
+        assert store.count(S) == 3
+    assert check(tmp_path / "s") == []
+
+
+def test_a_torn_last_record_is_no_damage(tmp_path):
+    _crashed_with_ten_logged_writes(tmp_path / "s")
+    _damage_record(tmp_path / "s", 9)
+    assert check(tmp_path / "s") == []
+    with LmdbStore(tmp_path / "s") as store:
+        assert store.count(S) == 9
 
 
 def test_a_write_that_fails_after_changing_the_batch_leaves_nothing(tmp_path):

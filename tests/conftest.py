@@ -1,6 +1,9 @@
 """Shared fixtures."""
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from lakebench.workload import Workload
@@ -9,6 +12,37 @@ from lakebench.workload import Workload
 @pytest.fixture
 def small_workload() -> Workload:
     return Workload(children=20, seed=7)
+
+
+#: The size of the small disk a test fills.
+SMALL_DISK_BYTES = 48 << 20
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of SMALL_DISK_BYTES at ``tmp_path/fs``, unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK_BYTES}", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill_disk(mount, leave: int):
+    """A file taking all the free space of ``mount`` but ``leave`` bytes."""
+    stat = os.statvfs(mount)
+    size = stat.f_bavail * stat.f_frsize - leave
+    filler = mount / "filler"
+    with open(filler, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(size, 1))
+    return filler
 
 
 @pytest.hookimpl(tryfirst=True)

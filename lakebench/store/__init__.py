@@ -94,6 +94,12 @@ DEFAULT_BATCH_BYTES = 64 << 20
 #: ids: about 10,000 children of the seed workload.  The table that finds
 #: them holds up to twice as many (16 to 32 bytes each) before a sweep ends.
 DEFAULT_FILING_LAG = 1 << 20
+#: After a write failed for lack of space, writes are refused at once until
+#: the disk has this much free again.
+_SPACE_AGAIN = 1 << 20
+#: The pause before a failed batch commit is tried again: from the first to
+#: the second, doubling while it keeps failing.
+_COMMIT_PAUSE_MIN, _COMMIT_PAUSE_MAX = 0.5, 30.0
 #: The meta key holding the sequence number of the last log record in the store.
 _APPLIED = "wal_seq"
 _SEQ = struct.Struct(">Q")
@@ -176,6 +182,14 @@ class LmdbStore:
         self._user: list | None = None    # changes of a begin()..commit() transaction (log mode)
         self._seq = 0                     # the last sequence number logged
         self._commits = {"count": 0, "seconds": 0.0, "max_seconds": 0.0, "pages_written": 0}
+        # After a write failed for lack of space, later writes are refused at
+        # once until space is back (no batch change to undo, no log replayed);
+        # a batch commit that failed is tried again after a growing pause,
+        # not at every write.
+        self._disk_full = False
+        self._commit_after = 0.0
+        self._commit_pause = 0.0
+        self._rebuilds = 0
         self.batch_writes = max(1, batch_writes)
         self.batch_bytes = batch_bytes
         self.env = None
@@ -304,6 +318,9 @@ class LmdbStore:
         """
         if self._writing:
             raise StoreError("a store write cannot start inside another one")
+        if self._disk_full and not self._space_again():
+            raise NoSpaceError(f"{self.path}: no space left on the device (less than "
+                               f"{_SPACE_AGAIN >> 20} MiB free since a write failed for lack of it)")
         self._writing = True
         try:
             if self._log is not None:
@@ -313,10 +330,24 @@ class LmdbStore:
             return self._write_committed(op)
         except (OSError, LmdbError) as exc:
             if no_space(exc):
+                self._disk_full = True
                 raise NoSpaceError(f"{self.path}: no space left on the device ({exc})") from exc
             raise
         finally:
             self._writing = False
+
+    def _space_again(self) -> bool:
+        """Whether the disk has room again since a write failed for lack of it."""
+        stat = os.statvfs(self.path)
+        free = (stat.f_bfree if os.geteuid() == 0 else stat.f_bavail) * stat.f_frsize
+        self._disk_full = free < _SPACE_AGAIN
+        return not self._disk_full
+
+    @property
+    def rebuilds(self) -> int:
+        """How many times the batch was built again from the log (after a write
+        or a batch commit failed): each replays every record since the last commit."""
+        return self._rebuilds
 
     def _write_committed(self, op):
         for _ in range(_MAX_GROWTHS):
@@ -388,14 +419,20 @@ class LmdbStore:
             raise
         self._seq = seq
         self._batch_records += 1
-        if self._batch_records >= self.batch_writes or self._log.size >= self.batch_bytes:
+        if ((self._batch_records >= self.batch_writes or self._log.size >= self.batch_bytes)
+                and time.monotonic() >= self._commit_after):
             try:
                 self._commit_batch()
             except Exception as exc:  # e.g. a full disk
                 # The write is acknowledged: it is in the log, and the batch
-                # (rebuilt from the log if need be) is committed at a later write.
-                _logger.warning("%s: the batch could not be committed (%s); the log keeps its writes",
-                                self.path, exc)
+                # (rebuilt from the log if need be) is committed at a later
+                # write, after a pause that doubles while commits keep failing.
+                self._commit_pause = min(_COMMIT_PAUSE_MAX, max(_COMMIT_PAUSE_MIN, 2 * self._commit_pause))
+                self._commit_after = time.monotonic() + self._commit_pause
+                _logger.warning("%s: the batch could not be committed (%s); the log keeps its writes, "
+                                "next try in %g s", self.path, exc, self._commit_pause)
+            else:
+                self._commit_pause, self._commit_after = 0.0, 0.0
 
     def _begin_batch(self) -> Txn:
         self._batch = self.env.begin(write=True)
@@ -483,6 +520,7 @@ class LmdbStore:
         if self._batch is not None:
             self._check_owner()
         self._stale = True
+        self._rebuilds += 1
         user = self._user or []
         for _ in range(_MAX_GROWTHS):
             self._abort_batch()

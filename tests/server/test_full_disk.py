@@ -15,38 +15,11 @@ import pytest
 from lakebench.store import LmdbStore, check
 from lakebench.workload import Workload
 
+from ..conftest import fill_disk as _fill
 from .conftest import LDP_CONTAINS
 
-FS_BYTES = 48 << 20
 #: Free bytes left beside the filler: room for a few dozen children.
 HEADROOM = 2 << 20
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A tmpfs of FS_BYTES at ``tmp_path/fs``, unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs to fill needs root")
-    mount = tmp_path / "fs"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FS_BYTES}", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _fill(mount, leave: int):
-    """A file taking all the free space of ``mount`` but ``leave`` bytes."""
-    stat = os.statvfs(mount)
-    size = stat.f_bavail * stat.f_frsize - leave
-    filler = mount / "filler"
-    with open(filler, "wb") as f:
-        os.posix_fallocate(f.fileno(), 0, max(size, 1))
-    return filler
 
 
 @pytest.mark.parametrize("durability", ["durable", "nosync"])

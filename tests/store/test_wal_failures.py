@@ -9,8 +9,10 @@ import threading
 
 import pytest
 
-from lakebench.store import LmdbStore, LogError, MapFullError, StoreError, check
+from lakebench.store import LmdbStore, LogError, MapFullError, NoSpaceError, StoreError, check
 from lakebench.store.terms import iri
+
+from ..conftest import fill_disk
 
 S, P, G = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
 
@@ -75,7 +77,7 @@ def test_a_batch_commit_that_fails_after_the_flush_does_not_fail_the_write(tmp_p
     store._batch = _FailingCommit(store._batch, no_space)  # white-box: LMDB's commit fails, as on a full disk
     store.add([_quad(2)])  # logged and flushed: acknowledged, whatever the batch commit does
     assert _objects(store) == {_quad(1)[2], _quad(2)[2]}
-    store.add([_quad(3)])  # the batch, rebuilt from the log, commits this time
+    store.add([_quad(3)])  # into the batch rebuilt from the log (the commit is tried again later)
     store.close()
     with LmdbStore(tmp_path) as store:
         assert _objects(store) == {_quad(1)[2], _quad(2)[2], _quad(3)[2]}
@@ -216,3 +218,51 @@ def test_a_record_too_large_for_the_log_is_refused(tmp_path, monkeypatch):
         with pytest.raises(LogError, match="larger than a log record"):
             store.add([_long_quad(2)])
         assert len(store) == 1
+
+
+def test_a_full_disk_that_stays_full_refuses_writes_without_replaying_the_log(tmp_path, small_disk):
+    """Once a write failed for lack of space, the next ones are refused at once
+    (no change to undo, no log replayed), until space is freed."""
+    store = LmdbStore(small_disk / "s", batch_writes=100_000)
+    acknowledged = 0
+    filler = fill_disk(small_disk, 1 << 20)
+    with pytest.raises(NoSpaceError):
+        for i in range(100_000):
+            store.add([_long_quad(i)])
+            acknowledged += 1
+    assert acknowledged > 0
+    rebuilds = store.rebuilds
+    for i in range(50):
+        with pytest.raises(NoSpaceError, match="since a write failed"):
+            store.add([_long_quad(10**6 + i)])
+    assert store.rebuilds == rebuilds  # not one replay of the log for the refused writes
+    filler.unlink()
+    store.add([_long_quad(2 * 10**6)])  # space again: writes resume
+    store.close()
+    with LmdbStore(small_disk / "s") as store:
+        assert store.count() == acknowledged + 1
+    assert check(small_disk / "s") == []
+
+
+def test_a_batch_commit_that_keeps_failing_is_tried_after_a_pause(tmp_path):
+    store = LmdbStore(tmp_path, batch_writes=1)
+    attempts = []
+
+    def no_space(txn):
+        attempts.append(1)
+        raise OSError(28, "injected ENOSPC")
+
+    real_commit = store._commit_batch
+
+    def failing_commit():  # white-box: every batch commit fails, as on a disk that stays full
+        store._batch = _FailingCommit(store._batch, no_space) if store._batch is not None else None
+        real_commit()
+
+    store._commit_batch = failing_commit
+    for i in range(50):
+        store.add([_quad(i)])  # each acknowledged: it is in the log
+    assert len(attempts) == 1  # not one commit (and log replay) per write
+    del store._commit_batch
+    store.close()
+    with LmdbStore(tmp_path) as store:
+        assert _objects(store) == {_quad(i)[2] for i in range(50)}

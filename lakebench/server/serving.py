@@ -10,7 +10,12 @@ stalled costs one connection slot (a greenlet and a socket, a few KiB),
 never the worker: the others are served meanwhile.  What bounds them:
 
 * a connection cap (``--max-connections``, gunicorn's ``worker_connections``):
-  beyond it, new connections wait in the listen backlog;
+  a share of it (:data:`RESERVE`) is kept for new clients, by closing the
+  connection that has been idle longest (silent since it was opened, or
+  kept alive between requests) whenever a new one would take that share, so
+  one client reconnecting over and over cannot keep the others out; only a
+  cap full of connections in mid-request makes new ones wait in the listen
+  backlog;
 * the head timeout: a request line and headers must arrive in full within
   ``--client-timeout`` of the connection (or, on a kept-alive connection,
   of the request's first byte), else the connection is closed (``408`` if
@@ -81,6 +86,15 @@ INTERPRETED = ("HTTP_ACCEPT", "HTTP_PREFER", "HTTP_LINK", "HTTP_IF_MATCH", "HTTP
 _IDLE_POLL = 1.0
 
 
+def reserve(cap: int) -> int:
+    """The connections of a cap of ``cap`` kept for new clients: a tenth, at least one.
+
+    >>> reserve(1000), reserve(8), reserve(1)
+    (100, 1, 0)
+    """
+    return 0 if cap <= 1 else max(1, cap // 10)
+
+
 class _HeadTimeout(Exception):
     """The request head did not arrive in time."""
 
@@ -117,9 +131,28 @@ class Worker(GeventWorker):
 
     def init_process(self):
         util.write_error = write_error  # gunicorn's own refusals (400, 414, 431, ...) in one line
+        self._open = 0
+        self._idle: dict = {}  # greenlet -> None, the longest idle first
         super().init_process()
 
+    def _make_room(self) -> None:
+        """A new connection: if it takes the share kept for new clients, close
+        the connection idle longest (its greenlet ends waiting; see _wait_readable)."""
+        if self._open > self.worker_connections - reserve(self.worker_connections) and self._idle:
+            oldest = next(iter(self._idle))
+            self._idle.pop(oldest)
+            oldest.kill(block=False)
+
     def handle(self, listener, client, addr):
+        self._open += 1
+        try:
+            self._make_room()
+            self._handle(listener, client, addr)
+        finally:
+            self._open -= 1
+            self._idle.pop(gevent.getcurrent(), None)
+
+    def _handle(self, listener, client, addr):
         # Every recv and send waits at most client_timeout (gevent sockets).
         client.settimeout(self.client_timeout)
         parser = http.get_parser(self.cfg, client, addr)
@@ -167,16 +200,21 @@ class Worker(GeventWorker):
         stop (False)."""
         if _buffered(parser):  # pipelined: already here
             return True
-        while self.alive:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            try:
-                gsocket.wait_read(client.fileno(), timeout=min(left, _IDLE_POLL))
-                return True
-            except TimeoutError:
-                continue
-        return False
+        me = gevent.getcurrent()
+        self._idle[me] = None  # the first one _make_room may close while it waits
+        try:
+            while self.alive:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                try:
+                    gsocket.wait_read(client.fileno(), timeout=min(left, _IDLE_POLL))
+                    return True
+                except TimeoutError:
+                    continue
+            return False
+        finally:
+            self._idle.pop(me, None)
 
 
 class ThreadedWorker(GthreadWorker):

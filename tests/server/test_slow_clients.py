@@ -257,16 +257,43 @@ def test_a_client_that_stops_reading_is_disconnected(impatient):
     prompt_get(impatient)
 
 
-def test_the_connection_cap_holds_and_timeouts_free_the_slots(impatient):
-    socks = [connect(impatient) for _ in range(8)]  # every slot taken by a silent client
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory):
+    """A server with room for 8 connections and the default client timeout (30 s):
+    a silent connection would hold its slot that long."""
+    from .conftest import Server
+
+    tmp = tmp_path_factory.mktemp("crowded")
+    server = Server(tmp / "data", tmp / "serve.log", "--max-connections", "8").start()
+    yield server
+    if server.running:
+        server.stop()
+
+
+def test_the_connection_cap_keeps_room_for_new_clients(crowded):
+    """A cap full of idle connections: a new client is served at once, and the
+    connection idle longest is the one closed to make room for it."""
+    socks = []
     try:
-        time.sleep(0.2)
-        started = time.monotonic()
-        response = impatient.request("GET", "/", timeout=15)
-        elapsed = time.monotonic() - started
-        assert response.status == 200
-        # Served only once the silent clients had timed out (1 s): the cap held.
-        assert 0.4 < elapsed < 10, elapsed
+        for _ in range(8):  # every slot taken by a silent client, oldest first
+            socks.append(connect(crowded))
+            time.sleep(0.02)
+        prompt_get(crowded)
+        socks[0].settimeout(PROMPT)
+        assert socks[0].recv(1) == b""  # closed by the server, unanswered
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_one_client_reconnecting_cannot_keep_others_out(crowded):
+    """One client keeps opening connections and leaving them idle (the cap is 8):
+    the others are still served at once."""
+    socks = []
+    try:
+        for _ in range(5):
+            socks += [connect(crowded) for _ in range(8)]
+            prompt_get(crowded)
     finally:
         for sock in socks:
             sock.close()

@@ -1,4 +1,4 @@
-"""``lakebench`` command line: run | report | check | serve | fcrepo | lakesuperior.
+"""``lakebench`` command line: run | report | check | compact | serve | fcrepo | lakesuperior.
 
 Every user mistake (unknown system, a number outside the range its --help
 states, unwritable output, a damaged results directory) is one line on
@@ -217,6 +217,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
     check.set_defaults(func=cmd_check)
 
+    compact = sub.add_parser(
+        "compact", help="rewrite an LMDB store with only the terms its quads use",
+        description="Rewrite the LMDB store in DIR keeping only what its quads use: a term, once "
+        "given an id, is kept forever, so a store whose literals are replaced again and again grows "
+        "with its updates, not its data. The live quads are copied into a new store (checked as "
+        "'lakebench check' does, and counted), which then replaces data.mdb in one atomic rename; a "
+        "crash leaves the old store or the new one. The store must not be served meanwhile (refused "
+        "if a server has it open). Exit 0 when compacted, 1 when refused (nothing changed).")
+    compact.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
+    compact.set_defaults(func=cmd_compact)
+
     from lakebench import compare, fcrepo, lakesuperior, report, server
 
     compare.add_parser(sub)
@@ -369,6 +380,22 @@ def cmd_check(args) -> int:
         print(f"problem: {problem}")
     print(f"{args.store_dir}: {'consistent' if not problems else f'{len(problems)} problem(s)'}; {summary}")
     return 1 if problems else 0
+
+
+def cmd_compact(args) -> int:
+    from lakebench.store import LogError, StoreError
+    from lakebench.store.compact import compact
+
+    if not (args.store_dir / "data.mdb").is_file():
+        raise UsageError(f"lakebench compact: error: no LMDB store in {args.store_dir} (no data.mdb)")
+    try:
+        done = compact(args.store_dir, progress=None)
+    except (StoreError, LogError, OSError) as exc:
+        print(f"lakebench compact: {args.store_dir}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.store_dir}: {done.quads:,} quads; terms {done.terms_before:,} -> {done.terms_after:,}; "
+          f"data.mdb {done.bytes_before:,} -> {done.bytes_after:,} bytes; consistent")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

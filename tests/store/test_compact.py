@@ -1,0 +1,81 @@
+"""``lakebench compact``: only the terms the quads use are kept; the quads are the same."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from lakebench.store import LmdbStore, StoreError, check
+from lakebench.store.compact import compact
+from lakebench.store.terms import iri, literal
+
+S, P, G = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
+
+
+def _replaced_again_and_again(path, times: int = 300) -> set:
+    """A store whose 10 literals were replaced ``times`` times: its quads."""
+    with LmdbStore(path) as store:
+        for k in range(times):
+            store.remove(S, P, None, G)
+            store.add([(S, P, literal(f"value {k} of {j} " + "x" * 40), G) for j in range(10)])
+        store.add([(iri("http://ex.org/t"), P, b"B_:b1", G)])  # a blank node goes across as it is
+        return set(store.quads())
+
+
+def test_compact_keeps_the_quads_and_drops_the_dead_terms(tmp_path):
+    quads = _replaced_again_and_again(tmp_path / "s")
+    before = check(tmp_path / "s")
+    assert before == [] and before.summary["terms"] > 3000  # every literal ever written
+    done = compact(tmp_path / "s")
+    after = check(tmp_path / "s")
+    assert after == [] and after.summary["terms"] == done.terms_after < 20
+    assert done.bytes_after < done.bytes_before
+    with LmdbStore(tmp_path / "s") as store:
+        assert set(store.quads()) == quads
+        store.add([(S, P, literal("written after"), G)])  # and it takes writes
+    assert check(tmp_path / "s") == []
+
+
+def test_compact_replays_the_log_first(tmp_path):
+    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
+            "s = LmdbStore(sys.argv[1])\n"
+            "for i in range(10): s.add([(iri('http://ex.org/s'), iri('http://ex.org/p'), iri(f'http://ex.org/o{i}'),"
+            " iri('http://ex.org/g'))])\n"
+            "os._exit(0)  # the writes are in the log only\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    assert compact(tmp_path / "s").quads == 10
+    with LmdbStore(tmp_path / "s") as store:
+        assert store.count(S) == 10
+
+
+def test_compact_is_refused_while_the_store_is_served(tmp_path):
+    _replaced_again_and_again(tmp_path / "s", times=5)
+    with LmdbStore(tmp_path / "s"):  # another writer (a server) holds the log
+        out = subprocess.run([sys.executable, "-m", "lakebench.cli", "compact", str(tmp_path / "s")],
+                             capture_output=True, text=True)
+        assert out.returncode == 1 and "another process" in out.stderr and len(out.stderr.splitlines()) == 1
+    assert check(tmp_path / "s") == []
+
+
+def test_a_damaged_store_is_not_compacted(tmp_path):
+    _replaced_again_and_again(tmp_path / "s", times=5)
+    wal = tmp_path / "s" / "wal"
+    with LmdbStore(tmp_path / "s", batch_writes=1000) as store:
+        for i in range(5):
+            store.add([(S, P, iri(f"http://ex.org/o{i}"), G)])
+        # the store is closed below: its log is committed and emptied
+    size = (tmp_path / "s" / "data.mdb").stat().st_size
+    with open(tmp_path / "s" / "data.mdb", "r+b") as f:  # both meta pages unreadable
+        f.write(b"\0" * 8192)
+    with pytest.raises(StoreError):
+        compact(tmp_path / "s")
+    assert (tmp_path / "s" / "data.mdb").stat().st_size == size and wal.exists()
+
+
+def test_the_command_says_what_it_did(tmp_path):
+    _replaced_again_and_again(tmp_path / "s", times=50)
+    out = subprocess.run([sys.executable, "-m", "lakebench.cli", "compact", str(tmp_path / "s")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "consistent" in out.stdout and "terms" in out.stdout and "->" in out.stdout

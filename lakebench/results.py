@@ -20,6 +20,7 @@ import csv
 import json
 import math
 import statistics
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -71,6 +72,7 @@ class Field:
     null: bool = False  # may be null
     need: str | None = None  # ALWAYS, IF_OK, or None: optional
     choices: tuple = ()
+    one_line: bool = False  # a string without control characters (a name the report puts in its sentences)
 
 
 def _numbers(*names: str, null: bool = False) -> dict[str, Field]:
@@ -182,10 +184,10 @@ _FIGURES = {
                                                 "pages_written": Field("int", null=True)})}),
 }
 
-_RUN = {"system": Field("str", need=ALWAYS), "run": Field("int", need=ALWAYS), **_FIGURES}
+_RUN = {"system": Field("str", need=ALWAYS, one_line=True), "run": Field("int", need=ALWAYS), **_FIGURES}
 
 _ENTRY = {
-    "name": Field("str", need=ALWAYS),
+    "name": Field("str", need=ALWAYS, one_line=True),
     **_FIGURES,
     "repeat": Field("int"),
     "successful_runs": Field("int"),
@@ -241,7 +243,7 @@ FIELDS = {
         "budget_seconds": Field("number", null=True),
         "checkpoints": Field([Field("int")]),
     }),
-    "reference": Field("str", null=True),
+    "reference": Field("str", null=True, one_line=True),
     "systems": Field([Field(_ENTRY)], need=ALWAYS),
 }
 
@@ -253,6 +255,14 @@ def validate(document) -> None:
     Traceback (most recent call last):
     ...
     lakebench.results.ResultsError: systems[0].children: expected an integer, got "12"
+
+    A system's name and the reference are names, on one line: a newline in
+    one could start a line of markup in the report written from the file.
+
+    >>> validate({"schema": 1, "systems": [{"name": "a\\n.. raw:: html", "status": "failed"}]})
+    Traceback (most recent call last):
+    ...
+    lakebench.results.ResultsError: systems[0].name: control characters are not allowed
     """
     if not isinstance(document, dict):
         raise ResultsError(f"expected an object at the top, got {_shown(document)}")
@@ -301,6 +311,9 @@ def _check(value, field: Field, path: str) -> None:
             "bool": isinstance(value, bool)}[kind]
     if not fits:
         raise ResultsError(f"{path}: expected {_expected(field)}, got {_shown(value)}")
+    if field.one_line and any(unicodedata.category(c) == "Cc" for c in value):
+        # \n, \r, \t, NUL, ESC...: a name is one line, shown as it is (report, terminal).
+        raise ResultsError(f"{path}: control characters are not allowed")
     if field.choices and value not in field.choices:
         raise ResultsError(f"{path}: expected one of {', '.join(map(json.dumps, field.choices))}, "
                            f"got {_shown(value)}")

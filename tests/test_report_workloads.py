@@ -259,7 +259,7 @@ def test_differences_and_skips_are_said_plainly(site, workload_dirs):
     primary = _primary("binaries", {"put binary": 1, "get binary": 1})
     assert f"**{primary}, binary\\_size=1024**, mean time: memory" in _page(workload_dirs["binaries"])
     binaries = _table((site / "binaries" / "index.rst").read_text("utf-8"), "Binaries")
-    assert "   * - lmdb (binary_size=65536)\n     - 64\u00a0KiB\n" in binaries
+    assert "   * - lmdb (binary\\_size=65536)\n     - 64\u00a0KiB\n" in binaries
     assert "     - PUT MB/s\n" in binaries
     assert "     - **9** (of 10)\n     - **1**\n" in binaries  # lmdb's 1 MiB: one read back differed
 

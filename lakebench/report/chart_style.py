@@ -64,6 +64,9 @@ RC = {
     "figure.titlesize": FONT_PT,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # Text is drawn as written: names, kinds and labels come from a results file, and "$...$" in
+    # one would otherwise be parsed as mathtext (a name with a stray "\\" fails the whole report).
+    "text.parse_math": False,
 }
 
 #: Dash of a system's lines by its durability; anything else (server-default, unknown): dash-dot.

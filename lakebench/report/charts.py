@@ -335,7 +335,7 @@ def disk(data: ReportData):
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     outside_legend(fig, handles + keys, ncols=2)
-    missing = [data.label(e) for e in data.ok if e not in entries]
+    missing = [fmt.escape(data.label(e)) for e in data.ok if e not in entries]  # the caption is markup
     note = f" Not shown, as they keep nothing on disk: {', '.join(missing)}." if missing else ""
     caption = (
         "Disk usage of each on-disk system as the children arrive (line, from the monitor's "

@@ -76,7 +76,8 @@ def headline(data: ReportData):
     ax.grid(True, axis="x", which="major", alpha=0.35)
     from_latencies = any("p5" in s for _, s in rows)
     caption = (
-        f"The time of each system's {primary} operations, fastest system (lowest median) on top, log scale: "
+        f"The time of each system's {fmt.escape(primary)} operations, fastest system (lowest median) on top, "
+        "log scale: "
         "the marker and the number are the median, "
         + ("the box the middle half (25th to 75th percentile), the line the 5th to 95th percentile"
            if from_latencies else "the line runs to the 95th percentile")

@@ -25,7 +25,7 @@ def page(base_dir: Path, base: dict, new: ReportData, threshold: float = compare
     rows = compare.table_rows(changes)
     rows[0][-1] = "verdict"
     for row in rows[1:]:
-        row[0] = fmt.escape(row[0])
+        row[0:2] = [fmt.escape(cell) for cell in row[0:2]]  # the case's name, an operation kind: the file's
         row[2:4] = [fmt.nobreak(cell) for cell in row[2:4]]
         row[-1] = "**WORSE**" if row[-1] else "ok"
     worse = [c for c in changes if c.worse]
@@ -38,9 +38,9 @@ def page(base_dir: Path, base: dict, new: ReportData, threshold: float = compare
         fmt.code_block(f"$ lakebench compare {base_dir} {new.results_dir}"
                        + (f" --threshold {threshold:g}" if threshold != compare.DEFAULT_THRESHOLD else "")),
         f"- BASE: {fmt.literal(base.get('command') or '(command not recorded)')}, started "
-        f"{base.get('started') or '?'}",
+        f"{fmt.escape(base.get('started') or '?')}",
         f"- NEW: {fmt.literal(new.document.get('command') or '(command not recorded)')}, started "
-        f"{new.document.get('started') or '?'}\n",
+        f"{fmt.escape(new.document.get('started') or '?')}\n",
         f"Every metric is better lower: a ratio above 1.00x is slower, or more memory or disk. A metric is "
         f"*worse* when its ratio exceeds {threshold:.2f}x and the difference exceeds "
         f"{compare.NOISE_SIGMAS:g} times the combined standard deviation of the two runs (when both "

@@ -32,6 +32,11 @@ def _compared(data: ReportData) -> list[dict]:
     return [e for e in ok if results.case_children(e) == largest]
 
 
+def _label(data: ReportData, entry: dict) -> str:
+    """The entry's label as page text: the name comes from the results file, escaped."""
+    return fmt.escape(data.label(entry))
+
+
 def _sweep(data: ReportData) -> list[str]:
     lines = []
     for name, entries in data.sweep().items():
@@ -43,8 +48,8 @@ def _sweep(data: ReportData) -> list[str]:
             if a and b:
                 parts.append(f"{what} {b / a:.2f}x")
         if parts:
-            lines.append(f"**Scaling, {name}**: from {small['children']:,} to {large['children']:,} children "
-                         f"({grew:.1f}x), {', '.join(parts)}.")
+            lines.append(f"**Scaling, {fmt.escape(name)}**: from {small['children']:,} to "
+                         f"{large['children']:,} children ({grew:.1f}x), {', '.join(parts)}.")
     return lines
 
 
@@ -74,13 +79,13 @@ def _ranked(data: ReportData, path: str, fmt_value, what: str, lead: str, times:
         return None
     best = entries[0]
     if len(entries) == 1:  # nothing to rank it against: no "fastest"
-        return f"**{lead}**: {data.label(best)}: {fmt_value(best)}."
-    text = f"**{lead}**: {data.label(best)} {what}: {fmt_value(best)}"
+        return f"**{lead}**: {_label(data, best)}: {fmt_value(best)}."
+    text = f"**{lead}**: {_label(data, best)} {what}: {fmt_value(best)}"
     others = []
     for e in entries[1:]:
         factor = _value(e, path) / _value(best, path) if _value(best, path) else None
         factor_text = f", {figures.ratio(factor)} {times}" if factor is not None else ""
-        others.append(f"{data.label(e)} {fmt_value(e)}{factor_text}{_noise(best, e, path, data.repeat)}")
+        others.append(f"{_label(data, e)} {fmt_value(e)}{factor_text}{_noise(best, e, path, data.repeat)}")
     if others:
         text += "; " + "; ".join(others)
     return text + "."
@@ -125,7 +130,7 @@ def conclusions(data: ReportData) -> list[str]:
     for e in data.failed:
         runs = f" ({e.get('successful_runs', 0)} of {e.get('repeat', '?')} runs succeeded)" \
             if e.get("successful_runs") else ""
-        out.append(f"**{data.label(e)} failed**{runs}: {fmt.literal(e.get('error') or 'unknown error')}; "
+        out.append(f"**{_label(data, e)} failed**{runs}: {fmt.literal(e.get('error') or 'unknown error')}; "
                    "it is left out of every comparison.")
     return [line for line in out if line]
 
@@ -135,7 +140,7 @@ def _budget(data: ReportData) -> list[str]:
     budget = data.budget_seconds
     if budget is None:
         return []
-    stopped = [f"{data.label(e)} stopped at {e['children']:,} children" for e in data.ok if e.get("budget_exhausted")]
+    stopped = [f"{_label(data, e)} stopped at {e['children']:,} children" for e in data.ok if e.get("budget_exhausted")]
     if not stopped:
         return [f"**Budget**: every system finished every case within {fmt.seconds(budget)} of ingest."]
     text = f"**Budget** ({fmt.seconds(budget)} of ingest per system and case): {'; '.join(stopped)}"
@@ -160,7 +165,7 @@ def _growth(data: ReportData) -> list[str]:
             verb = f"grew {fmt.ratio(r, spread)}"
         else:
             verb = f"fell to {fmt.ratio(r, spread)}"
-        text = (f"**Growth, {data.label(e)}**: its per-child time {verb} from the first to the last 10% "
+        text = (f"**Growth, {_label(data, e)}**: its per-child time {verb} from the first to the last 10% "
                 f"of children ({fmt.millis(first)} → {fmt.millis(last)} on average")
         typical = data.median_growth(e)
         if typical:
@@ -181,7 +186,7 @@ def _outliers(data: ReportData) -> list[str]:
     for e in _compared(data):
         worst, p95 = _value(e, "per_resource_ms.max"), _value(e, "per_resource_ms.p95")
         if worst and p95 and worst > 10 * p95:
-            lines.append(f"{data.label(e)}'s slowest child took {fmt.millis(worst)} against a p95 of "
+            lines.append(f"{_label(data, e)}'s slowest child took {fmt.millis(worst)} against a p95 of "
                          f"{fmt.millis(p95)}")
     if not lines:
         return []
@@ -191,7 +196,7 @@ def _outliers(data: ReportData) -> list[str]:
 
 def _disk(data: ReportData) -> str | None:
     on_disk = [e for e in _compared(data) if _value(e, "disk_bytes")]
-    none = [e["name"] for e in _compared(data) if not _value(e, "disk_bytes")]
+    none = [fmt.escape(e["name"]) for e in _compared(data) if not _value(e, "disk_bytes")]
     if not on_disk:
         return None
 
@@ -202,13 +207,13 @@ def _disk(data: ReportData) -> str | None:
     if len(on_disk) > 1:
         text = _ranked(data, "disk_bytes", described, "is the smallest on disk", "Disk", "as large")
     else:
-        text = f"**Disk**: only {on_disk[0]['name']} stores on disk: {described(on_disk[0])}."
+        text = f"**Disk**: only {fmt.escape(on_disk[0]['name'])} stores on disk: {described(on_disk[0])}."
     if none:
         text = text[:-1] + f" ({', '.join(none)} {'keeps' if len(none) == 1 else 'keep'} nothing on disk)."
     for e in on_disk:
         loaded = _disk_after_ingest(data, e)
         if loaded and e["disk_bytes"] > 1.2 * loaded:
-            text += (f" {e['name']}'s data directory held {fmt.size(loaded)} at the end of the ingest and "
+            text += (f" {fmt.escape(e['name'])}'s data directory held {fmt.size(loaded)} at the end of the ingest and "
                      f"{fmt.size(e['disk_bytes'])} once closed ({e['disk_bytes'] / loaded:.2f}x): it kept "
                      "writing after the load (flush, compaction).")
     return text
@@ -227,7 +232,7 @@ def _disk_after_ingest(data: ReportData, entry: dict) -> float | None:
 def _triples(data: ReportData) -> str | None:
     totals = {e["name"]: e.get("triples_total") for e in _compared(data) if e.get("triples_total") is not None}
     if len(set(totals.values())) > 1:
-        listed = ", ".join(f"{name} {count:,}" for name, count in totals.items())
+        listed = ", ".join(f"{fmt.escape(name)} {count:,}" for name, count in totals.items())
         return (f"**Check**: the systems hold different numbers of triples at the end ({listed}): "
                 "they do not store the same thing, which colours every comparison above.")
     return None
@@ -260,13 +265,13 @@ def caveats(data: ReportData) -> list[str]:
                    "(``--repeat 3``) before trusting differences of a few percent.")
     durabilities = {e["name"]: e.get("durability") for e in data.systems if e.get("durability")}
     if len(set(durabilities.values())) > 1:
-        listed = ", ".join(f"{n} {d}" for n, d in durabilities.items())
+        listed = fmt.escape(", ".join(f"{n} {d}" for n, d in durabilities.items()))
         out.append(f"Durability differs ({listed}): ``volatile`` keeps nothing after exit, "
                    "``nosync`` hands commits to the operating system without fsync, ``durable`` "
                    "fsyncs. Stronger guarantees cost time.")
     transports = {e["name"]: e.get("transport") for e in data.systems if e.get("transport")}
     if len(set(transports.values())) > 1:
-        listed = ", ".join(f"{n} {t}" for n, t in transports.items())
+        listed = fmt.escape(", ".join(f"{n} {t}" for n, t in transports.items()))
         out.append(f"Transport differs ({listed}): in-process systems pay no HTTP or "
                    "serialization cost.")
     children = data.children

@@ -20,6 +20,8 @@ A value and its standard deviation share one unit:
 from __future__ import annotations
 
 import re
+import unicodedata
+from pathlib import Path
 
 from lakebench import figures
 
@@ -37,8 +39,41 @@ NBSP = "\u00a0"
 # -- reStructuredText ------------------------------------------------------
 
 def heading(text: str, char: str, overline: bool = False) -> str:
-    line = char * max(len(text), 3)
+    """A section title, its text escaped: a title may hold a workload's name from a results file.
+
+    The underline is as wide as docutils measures the escaped title (a wide
+    character counts twice): a shorter one is a warning, which fails ``sphinx-build -W``.
+
+    >>> print(heading("a*b: 漢字", "-"), end="")
+    a\\*b: 漢字
+    ----------
+    """
+    text = escape(text)
+    line = char * max(_columns(text), 3)
     return (f"{line}\n" if overline else "") + f"{text}\n{line}\n"
+
+
+def _columns(text: str) -> int:
+    """The width docutils gives ``text`` when it checks a title's underline (at least that).
+
+    East Asian wide and full-width characters take two columns; docutils also
+    subtracts combining characters, which only makes the underline longer than needed.
+    """
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def one_line(text) -> str:
+    """``text`` on one line: every run of whitespace (newlines too) one space, other control
+    characters replaced; what is interpolated into a line of reStructuredText can then never
+    begin a line of its own (a directive, a list, a title).
+
+    Non-breaking spaces stay (:func:`nobreak` puts them in on purpose).
+
+    >>> one_line("a\\n.. raw:: html\\r\\n\\t<b>\\x1b[0m\\u2028x ")
+    'a .. raw:: html <b>\ufffd[0m x'
+    """
+    text = re.sub(r"[^\S\u00a0]+", " ", str(text)).strip()
+    return "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in text)
 
 
 def literal(text: str) -> str:
@@ -46,7 +81,7 @@ def literal(text: str) -> str:
 
     Text with backquotes or backslashes becomes an escaped ``:literal:`` role.
     """
-    text = re.sub(r"\s+", " ", str(text)).strip()
+    text = one_line(text)
     if not text:
         return DASH
     if "`" in text or "\\" in text:
@@ -54,9 +89,39 @@ def literal(text: str) -> str:
     return f"``{text}``"
 
 
+#: What starts or ends reStructuredText inline markup: emphasis, literals, interpreted text
+#: and roles, references (``name_``, ``[1]_``, ```x <uri>`_``), substitutions, the
+#: escape itself; a colon followed by anything but a space, which makes a standalone URI of
+#: ``javascript:...`` (a live link) and a field list of ``:name: x`` at the start of a line;
+#: and such an ``@``, which makes a ``mailto:`` link of ``a@b``.
+_INLINE = re.compile(r"([\\`*_|\[\]<>]|[:@](?!\s))")
+#: What makes a line of plain text something else when it starts one (the start of a list
+#: item or table cell is one): a bullet, an enumerator (``1.``, ``a)``, ``(iv)``), an option
+#: (``-x``, ``/x``), a table's top (``+-``, ``==``), a comment or directive (``..``), or a
+#: line of one punctuation character repeated (a transition or a title's underline).
+#: The characters of :data:`_INLINE` are escaped already.
+_BLOCK_START = re.compile(r"""[-+/=]
+    | \.\.(?:\ |$)
+    | [\u2022\u2023\u2043](?:\ |$)
+    | \(?(?:\#|[0-9]+|[a-zA-Z]|[ivxlcdm]+|[IVXLCDM]+)[.)](?:\ |$)
+    | ([!-/:-@\[-`{-~])\1*$""", re.VERBOSE)
+
+
 def escape(text: str) -> str:
-    """Plain text with reStructuredText's inline markup characters escaped."""
-    return re.sub(r"([\\`*_|\[\]<>])", r"\\\1", str(text))
+    """Plain text, from a results file or anywhere, as reStructuredText that shows just that text.
+
+    On one line (:func:`one_line`), its inline markup characters escaped, and
+    a backslash and a space (which docutils drops) before a start that would
+    make it a list, a directive or a transition: safe in a sentence, a title,
+    a list item, a table cell or a caption.
+
+    >>> print(escape("*x* `y`_ |s| [1]_ <a> javascript:b\\n.. raw:: html"))
+    \\*x\\* \\`y\\`\\_ \\|s\\| \\[1\\]\\_ \\<a\\> javascript\\:b .. raw\\:: html
+    >>> print(escape(".. include:: /etc/passwd"), escape("- a"), escape("1. a"), escape("(none)"))
+    \\ .. include\\:: /etc/passwd \\ - a \\ 1. a (none)
+    """
+    text = _INLINE.sub(r"\\\1", one_line(text))
+    return "\\ " + text if _BLOCK_START.match(text) else text
 
 
 def stacked(text: str) -> str:
@@ -99,6 +164,15 @@ def list_table(rows: list[list[str]], title: str = "", header_rows: int = 1,
             out.append(f"   {'* -' if i == 0 else '  -'} {lines[0]}")
             out.extend(f"       {line}" for line in lines[1:])
     return "\n".join(out) + "\n"
+
+
+def figure(path, alt: str, caption: str) -> str:
+    """A ``figure`` directive of the image ``path`` (beside the page).
+
+    ``caption`` is inline reStructuredText whose parts from a results file are
+    escaped already; both it and ``alt`` are kept on one line, the directive's.
+    """
+    return f".. figure:: {Path(path).name}\n   :alt: {one_line(alt)}\n\n   {one_line(caption)}\n"
 
 
 def code_block(text: str, language: str = "console") -> str:

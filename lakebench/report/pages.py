@@ -47,11 +47,12 @@ def page(data: ReportData, figures: list[tuple[object, Path, str]], title: str,
 
 
 def _summary(data: ReportData) -> str:
-    names = ", ".join(e["name"] for e in data.systems)
+    # Names and the reference come from the results file: escaped, as everywhere on the page.
+    names = fmt.escape(", ".join(e["name"] for e in data.systems))
     children = data.children
     what = f"{children:,} children created under one parent container" if children else "the workload"
     ref = data.document.get("reference")
-    reference = f" The reference, 100% in every percentage, is {ref}." if ref else ""
+    reference = f" The reference, 100% in every percentage, is {fmt.escape(ref)}." if ref else ""
     users = {e["load"]["users"] for e in data.ok if (e.get("load") or {}).get("users")}
     load = (f" A load test: Locust's {', '.join(map(str, sorted(users)))} users sent the PUTs at once."
             if users else "")
@@ -84,7 +85,7 @@ def command_section(data: ReportData, report_command: str | None, level: str = "
             took = f", {fmt.seconds(elapsed.total_seconds())}"
         except (TypeError, ValueError):
             pass
-        lines.append(f"Started {started}, finished {finished or '?'}{took}. Results directory: "
+        lines.append(f"Started {fmt.escape(started)}, finished {fmt.escape(finished or '?')}{took}. Results directory: "
                      f"{fmt.literal(str(data.results_dir))} (schema version {doc.get('schema', '?')}, "
                      "described in :doc:`/results`).\n")
     if report_command:
@@ -132,7 +133,7 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
     out.append(f"- OS: {fmt.escape(system)}" + (f" ({fmt.escape(distribution)})" if distribution else ""))
     python = env.get("python") or "?"
     impl = env.get("python_implementation")
-    out.append(f"- Python {python}" + (f" ({impl})" if impl else ""))
+    out.append(f"- Python {fmt.escape(python)}" + (f" ({fmt.escape(impl)})" if impl else ""))
     libraries = env.get("libraries") or {}
     installed = [f"{name} {version}" for name, version in libraries.items() if version]
     missing = [name for name, version in libraries.items() if not version]
@@ -160,7 +161,8 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
     for e in data.systems:
         runs = f"{e.get('successful_runs', '?')} of {e.get('repeat', '?')} succeeded"
         status = {"ok": "ok", "skipped": _not_run(e)}.get(e.get("status"), "**failed**")
-        rows.append([e["name"], e.get("durability") or fmt.DASH, e.get("transport") or fmt.DASH, runs, status])
+        rows.append([fmt.escape(e["name"]), fmt.escape(e.get("durability") or fmt.DASH),
+                     fmt.escape(e.get("transport") or fmt.DASH), runs, status])
     out.append(fmt.list_table(rows, "Systems measured"))
     out.append("*Durability*: ``volatile`` keeps nothing after the process exits; ``nosync`` hands each "
                "commit to the operating system without fsync; ``durable`` fsyncs each commit. "
@@ -181,7 +183,7 @@ def dataset_section(data: ReportData, level: str = "-") -> str:
     children = w.get("children")
     triples = w.get("triples_per_child")
     text = (f"The synthetic data set of :doc:`/workload`: {fmt.count(children)} children created one by "
-            f"one under a single parent container (``{w.get('parent', 'parent')}``), each a graph of "
+            f"one under a single parent container ({fmt.literal(w.get('parent', 'parent'))}), each a graph of "
             f"{fmt.count(triples)} triples")
     if groups:
         text += (f": {groups.get('external', '?')} with an external IRI as object, "
@@ -197,7 +199,7 @@ def dataset_section(data: ReportData, level: str = "-") -> str:
     for key, value in w.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
-        rows.append([f"``{key}``", fmt.escape(f"{value:,}" if isinstance(value, int) else str(value))])
+        rows.append([fmt.literal(key), fmt.escape(f"{value:,}" if isinstance(value, int) else str(value))])
     out.append(fmt.list_table(rows, "Workload parameters", widths="1 2"))
     return "\n".join(out)
 
@@ -220,8 +222,8 @@ def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
     ref_bpt = _bytes_per_triple(ref, data)[0] if ref else None
     for e in data.ranked:
         name = e["name"] if e["name"] != data.document.get("reference") else f"{e['name']} (ref.)"
-        name = data.label(e).replace(e["name"], name, 1)
-        durability = e.get("durability") or fmt.DASH
+        name = fmt.escape(data.label(e).replace(e["name"], name, 1))
+        durability = fmt.escape(e.get("durability") or fmt.DASH)
         if e.get("status") == "skipped":
             time_rows.append([name, durability, "not run (below)"] + [fmt.DASH] * 8)
             space_rows.append([name, durability, "not run"] + [fmt.DASH] * 7)
@@ -271,7 +273,7 @@ def _bytes_per_triple(entry: dict, data: ReportData) -> tuple[float | None, str]
 def results_section(data: ReportData) -> str:
     ref = data.document.get("reference")
     out = [fmt.heading("Results", "-")]
-    intro = f"Percentages are of the reference, {ref} (ref.)." if ref else "No reference system."
+    intro = f"Percentages are of the reference, {fmt.escape(ref)} (ref.)." if ref else "No reference system."
     if data.repeat > 1:
         intro += (f" Values are means over {data.repeat} runs, with their sample standard "
                   "deviation (±) below; percentages compare the means.")
@@ -303,7 +305,7 @@ def failed_section(data: ReportData) -> str:
     out = [".. admonition:: Failed\n   :class: error\n"]
     for e in data.failed:
         log = f" (the whole failure: {fmt.literal(e['log'])} in the results directory)" if e.get("log") else ""
-        out.append(f"   - {e['name']}: {fmt.literal(e.get('error') or 'unknown error')}{log}")
+        out.append(f"   - {fmt.escape(e['name'])}: {fmt.literal(e.get('error') or 'unknown error')}{log}")
     return "\n".join(out) + "\n"
 
 
@@ -313,13 +315,14 @@ def budget_rows(data: ReportData) -> list[list[str]]:
     for e in data.systems:
         asked = fmt.count(results.case_children(e))
         status = e.get("status")
+        name = fmt.escape(e["name"])
         if status == "skipped":
-            rows.append([e["name"], asked, fmt.DASH, fmt.DASH, f"not run: {fmt.escape(e.get('skip_reason') or '')}"])
+            rows.append([name, asked, fmt.DASH, fmt.DASH, f"not run: {fmt.escape(e.get('skip_reason') or '')}"])
         elif status != "ok":
-            rows.append([e["name"], asked, fmt.DASH, fmt.DASH, "**failed**"])
+            rows.append([name, asked, fmt.DASH, fmt.DASH, "**failed**"])
         else:
             outcome = "budget spent, stopped" if e.get("budget_exhausted") else "finished within the budget"
-            rows.append([e["name"], asked, fmt.count(e.get("children")), fmt.nobreak(fmt.seconds(e["ingest_seconds"])),
+            rows.append([name, asked, fmt.count(e.get("children")), fmt.nobreak(fmt.seconds(e["ingest_seconds"])),
                          outcome])
     return rows
 
@@ -344,7 +347,7 @@ def charts_section(figures: list[tuple[object, Path, str]]) -> str:
     out = [fmt.heading("Charts", "-")]
     for chart, path, caption in figures:
         out.append(fmt.heading(chart.title, "~"))
-        out.append(f".. figure:: {path.name}\n   :alt: {chart.title}\n\n   {caption}\n")
+        out.append(fmt.figure(path, chart.title, caption))
     return "\n".join(out)
 
 
@@ -356,9 +359,9 @@ def benchmarks_section(data: ReportData) -> str:
     for path, document in data.benchmarks:
         info = [f"from {fmt.literal(str(path))}"]
         if document.get("version"):
-            info.append(f"pytest-benchmark {document['version']}")
+            info.append(f"pytest-benchmark {fmt.escape(document['version'])}")
         if document.get("datetime"):
-            info.append(f"run {document['datetime']}")
+            info.append(f"run {fmt.escape(document['datetime'])}")
         cpu = get_path(document, "machine_info.cpu.brand_raw")
         if cpu:
             info.append(f"on {fmt.escape(cpu)}")

@@ -34,7 +34,8 @@ VERIFIED_OF = (("verified", "sampled"), ("verified", "applied"), ("applied", "re
 
 
 def _name(data: ReportData, e: dict) -> str:
-    return data.label(e)
+    """The entry's label as page text: a name from the results file is escaped wherever it lands."""
+    return fmt.escape(data.label(e))
 
 
 # -- operations ------------------------------------------------------------
@@ -53,7 +54,7 @@ def operations_rows(data: ReportData) -> list[list[str]]:
 
 
 def _durability(e: dict) -> str:
-    return e.get("durability") or fmt.DASH
+    return fmt.escape(e.get("durability") or fmt.DASH)
 
 
 def _rate(value) -> str:
@@ -214,7 +215,8 @@ def details_rows(data: ReportData, key: str) -> list[list[str]]:
     items = [(e, name, v) for e in entries for name, v in e[key].items()] if nested else \
         [(e, None, e[key]) for e in entries]
     columns = list(dict.fromkeys(k for _, _, v in items for k, x in v.items() if not isinstance(x, list)))
-    rows = [["system", *(["name"] if nested else []), *(HEADINGS.get(c, c.replace("_", " ")) for c in columns)]]
+    rows = [["system", *(["name"] if nested else []),
+             *(fmt.escape(HEADINGS.get(c, c.replace("_", " "))) for c in columns)]]  # a key of the file's
     for e, name, record in items:
         cells = []
         for c in columns:
@@ -253,21 +255,22 @@ def _description(name: str) -> str | None:
 
 
 def summary(data: ReportData) -> str:
-    names = ", ".join(dict.fromkeys(e["name"] for e in data.systems))
+    names = fmt.escape(", ".join(dict.fromkeys(e["name"] for e in data.systems)))
     what = _description(data.workload)
     what = f" ({fmt.escape(what)})" if what else ""
-    return (f"Systems {names} ran the ``{data.workload}`` workload{what}; every run ends with the "
+    return (f"Systems {names} ran the {fmt.literal(data.workload)} workload{what}; every run ends with the "
             "parent container read.\n")
 
 
 def workload_section(data: ReportData, level: str = "-") -> str:
     w = data.document.get("workload") or {}
     out = [fmt.heading("Workload", level),
-           f"The ``{data.workload}`` workload of :doc:`/workload`, on the data set of seed {w.get('seed', '?')} "
+           f"The {fmt.literal(data.workload)} workload of :doc:`/workload`, on the data set of seed "
+           f"{w.get('seed', '?')} "
            "(every system receives the same resources). Its parameters, and the data set's:\n"]
     rows = [["parameter", "value"]]
     for key, value in (w.get("params") or {}).items():
-        rows.append([f"``{key}``", fmt.escape(f"{value:,}" if isinstance(value, int) else str(value))])
+        rows.append([fmt.literal(key), fmt.escape(f"{value:,}" if isinstance(value, int) else str(value))])
     variants = get_path(w, "sweep.variant")
     if variants:
         rows.append(["cases", fmt.escape(", ".join(variants))])
@@ -296,7 +299,7 @@ def findings(data: ReportData) -> list[str]:
     for variant, entries in by_case.items():
         entries.sort(key=lambda e: e["per_resource_ms"]["mean"])
         best = entries[0]["per_resource_ms"]["mean"]
-        ranked = [f"{e['name']} {fmt.millis(e['per_resource_ms']['mean'])}"
+        ranked = [f"{fmt.escape(e['name'])} {fmt.millis(e['per_resource_ms']['mean'])}"
                   + (f" ({_times(e['per_resource_ms']['mean'] / best)} as long)" if i and best else "")
                   for i, e in enumerate(entries)]
         kind = primary_kind(entries[0]) or "the workload's main operation"
@@ -324,7 +327,7 @@ def findings(data: ReportData) -> list[str]:
         skipped[key] = skipped.get(key, 0) + 1
     for (name, reason), cases in skipped.items():
         times = f" ({cases} cases)" if cases > 1 else ""
-        out.append(f"**{name} not run**{times}: {fmt.escape(reason)}.")
+        out.append(f"**{fmt.escape(name)} not run**{times}: {fmt.escape(reason)}.")
     for e in data.failed:
         out.append(f"**{_name(data, e)} failed**: {fmt.literal(e.get('error') or 'unknown error')}; "
                    "it is left out of every table.")

@@ -151,8 +151,9 @@ def differences(data: ReportData) -> list[str]:
     out.append(f"**Workers**: LAKEsuperior ran with {workers} gunicorn sync worker"
                f"{'s' if workers != 1 else ''} (lakebench's default); the seed's memory figure was for "
                "4 (\"3 idle workers, 1 active\"), so its peak memory is not comparable one to one.")
-    fcrepo_version = options.get("fcrepo_version") or FCREPO_DEFAULT_VERSION
-    python = env.get("python") or "?"
+    # The versions, the heap and the Python come from the results file (its recorded command): escaped.
+    fcrepo_version = fmt.escape(options.get("fcrepo_version") or FCREPO_DEFAULT_VERSION)
+    python = fmt.escape(env.get("python") or "?")
     java = env.get("java")
     out.append(f"**Versions**: LAKEsuperior {lakesuperior.VERSION}, its last release, against the seed's "
                f"alpha 6: {lakesuperior.VERSION} has the Cython + LMDB C API core that the seed measured as an "
@@ -160,7 +161,7 @@ def differences(data: ReportData) -> list[str]:
                f"ran on Python {python}, its generated C adapted to it and its dependencies pinned to old "
                f"releases. Fedora {fcrepo_version} in a Jetty runner on "
                f"{fmt.escape(java) if java else 'an unrecorded Java'}, heap limit "
-               f"{options.get('fcrepo_heap') or '2g'}; the seed ran 4.7.5 and states neither its container "
+               f"{fmt.escape(options.get('fcrepo_heap') or '2g')}; the seed ran 4.7.5 and states neither its container "
                "nor its heap.")
     out.append("**Client**: the seed's script named children by UUID and gave each 50 repository-IRI "
                "triples pointing at one resource (the last created); lakebench names them "
@@ -172,9 +173,9 @@ def differences(data: ReportData) -> list[str]:
                "server stopped. The seed says neither how it measured them nor whether its Gb and Mb are "
                "decimal (read here as decimal).")
     if ls is not None:
-        out.append(f"**Durability**: LAKEsuperior is ``{ls.get('durability')}`` (each request one LMDB "
+        out.append(f"**Durability**: LAKEsuperior is {fmt.literal(ls.get('durability'))} (each request one LMDB "
                    "write transaction, flushed to disk at commit), Fedora "
-                   f"``{(fc or {}).get('durability', '?')}``, as each ships.")
+                   f"{fmt.literal((fc or {}).get('durability', '?'))}, as each ships.")
     return out
 
 

@@ -65,7 +65,7 @@ def verdict(entry: dict, fastest: float | None) -> str:
     if durability in ("nosync", "volatile"):
         words.append(f"not durable ({durability})")
     elif durability and durability != "durable":  # a server's own default: not ours to say
-        words.append(f"durability: {durability}")
+        words.append(f"durability: {fmt.escape(durability)}")
     return "; ".join(words) or "–"
 
 
@@ -81,7 +81,7 @@ def rows(data: ReportData) -> list[list[str]]:
         fastest = ok[0]["per_resource_ms"]["mean"] if ok else None
         for e in ok:  # the order is the rank
             mean = e["per_resource_ms"]["mean"]
-            out.append([data.label(e), e.get("durability") or fmt.DASH,
+            out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH),
                         fmt.nobreak(fmt.millis(mean, (e.get("std") or {}).get("per_resource_ms.mean"))),
                         figures.multiple(mean / fastest) if fastest else fmt.DASH,
                         fmt.nobreak(fmt.seconds(number(get_path(e, "parent.first_seconds")))),
@@ -89,7 +89,7 @@ def rows(data: ReportData) -> list[list[str]]:
                         verdict(e, fastest)])
         for e in case:
             if e not in ok:
-                out.append([data.label(e), e.get("durability") or fmt.DASH] + [fmt.DASH] * 4
+                out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH)] + [fmt.DASH] * 4
                            + [verdict(e, fastest)])
     return out
 
@@ -113,9 +113,9 @@ def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
                "other figures and how they were obtained follow below.\n")
     out.append(fmt.list_table(table, "Ranking, fastest first", stub_columns=1))
     present = dict.fromkeys(e.get("durability") for e in data.systems if e.get("durability"))
-    out.append("**Durability**: " + "; ".join(f"``{d}``: {fmt.escape(DURABILITY.get(d, d))}" for d in present)
+    out.append("**Durability**: " + "; ".join(f"{fmt.literal(d)}: {fmt.escape(DURABILITY.get(d, d))}" for d in present)
                + ". Compare like with like: a durable system pays for an fsync that the others skip.\n")
     for chart, path, caption in charts:
         if getattr(chart, "name", None) == "headline":
-            out.append(f".. figure:: {path.name}\n   :alt: {chart.title}\n\n   {caption}\n")
+            out.append(fmt.figure(path, chart.title, caption))
     return "\n".join(out)

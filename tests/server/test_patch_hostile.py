@@ -18,8 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakebench.server.errors import RepositoryError
-from lakebench.server.patch import MAX_NESTING, check_nesting
+from lakebench._sparql import MAX_NESTING, check_update
 
 from .test_patch import AS_SOURCE, own, patch
 
@@ -145,21 +144,48 @@ def test_deep_updates_are_refused_and_the_worker_lives(server):
     assert workers(server) == pids  # no worker died and was replaced
 
 
+def _check(update: str) -> str:
+    """check_update on a thread with a large stack, as the helper runs it."""
+    threading.stack_size(1 << 30)
+    try:
+        result = []
+        thread = threading.Thread(target=lambda: result.append(_attempt(update)))
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(0)
+    if isinstance(result[0], Exception):
+        raise result[0]
+    return result[0]
+
+
+def _attempt(update):
+    try:
+        return check_update(update, "http://e/r")
+    except (SyntaxError, ValueError) as exc:
+        return exc
+
+
 def test_nesting_check_counts_what_the_parser_counts():
-    check_nesting('INSERT DATA { <> <http://e/p> "' + "(" * 1000 + '" }')  # in a string: not nesting
-    check_nesting('INSERT DATA { <> <http://e/p> """a\\"""" }')
-    check_nesting("# " + "{" * 1000 + "\nINSERT DATA { }")  # in a comment
-    check_nesting("INSERT DATA { <> <http://e/p> <http://e/a_(b)> }")
-    for hidden in ['INSERT { <> <http://e/n> 1 } WHERE { ' + ' { ?s ?p "}}}}" . ' * 200 + "}" * 200 + "}",
-                   "INSERT { <> <http://e/n> 1 } WHERE { FILTER(1<" + "(" * 200 + "2>" + ")" * 200 + ") }",
-                   "INSERT { <> <http://e/n> 1 } WHERE { FILTER(" + "! " * 200 + "true) }"]:
-        with pytest.raises(RepositoryError) as refused:
-            check_nesting(hidden)
-        assert refused.value.status == 400
-    with pytest.raises(RepositoryError, match="not closed"):
-        check_nesting('INSERT DATA { <> <http://e/p> """never closed }')
+    def nested_too_deeply(update):
+        with pytest.raises(ValueError, match="nested too deeply"):
+            _check(update)
+
+    # In a string, a comment or an IRI, brackets are no nesting.
+    _check('INSERT DATA { <> <http://e/p> "' + "(" * 1000 + '" }')
+    _check('INSERT DATA { <> <http://e/p> """a\\"""" }')
+    _check("# " + "{" * 1000 + "\nINSERT DATA { }")
+    _check("INSERT DATA { <> <http://e/p> <http://e/a_(b)> }")
+    _check('INSERT DATA { <> <http://e/p> "' + "-" * 1000 + '" }')
     # The limit itself is allowed (the WHERE clause's braces are one level).
-    check_nesting("INSERT { <> <http://e/n> 1 } WHERE { " + "{ " * (MAX_NESTING - 1) + "}" * MAX_NESTING)
+    _check("INSERT { <> <http://e/n> 1 } WHERE { " + "{ " * (MAX_NESTING - 1) + "}" * MAX_NESTING)
+    nested_too_deeply("INSERT { <> <http://e/n> 1 } WHERE { " + "{ " * MAX_NESTING + "}" * (MAX_NESTING + 1))
+    # Brackets a lexer could hide in strings and IRI-shaped spans are counted.
+    nested_too_deeply('INSERT { <> <http://e/n> 1 } WHERE { ' + ' { ?s ?p "}}}}" . ' * 200 + "}" * 200 + "}")
+    nested_too_deeply("INSERT { <> <http://e/n> 1 } WHERE { FILTER(1<" + "(" * 200 + "2>" + ")" * 200 + ") }")
+    nested_too_deeply("INSERT { <> <http://e/n> 1 } WHERE { FILTER(" + "! " * 200 + "true) }")
+    with pytest.raises(SyntaxError, match="not closed"):
+        _check('INSERT DATA { <> <http://e/p> """never closed }')
 
 
 CUBIC = ("INSERT { <> <http://e/n> ?n } WHERE { SELECT (COUNT(*) AS ?n) "
@@ -210,3 +236,34 @@ def test_fuzzed_updates(server, listener, parts, depth):
         assert b"\n" not in r.body.strip()
     assert listener.connections == 0
     assert workers(server) == pids
+
+
+@pytest.mark.slow
+def test_an_evaluator_that_crashes_costs_its_request_only(serve):
+    """Whatever crashes the evaluator (here a SIGSEGV sent to it mid-join) ends the
+    helper, not the worker: that PATCH is a 400 saying so, the next gets a new helper."""
+    import os
+    import signal
+    import time
+
+    server = serve("--durability", "nosync", "--patch-timeout", "60")
+    triples = " ".join(f"<> <http://e/p{i}> {i} ." for i in range(500))
+    assert server.request("PUT", "/big", triples, AS_SOURCE).status == 201
+    pids = workers(server)
+    answer = {}
+    slow = threading.Thread(target=lambda: answer.setdefault("r", patch(server, "/big", CUBIC)))
+    slow.start()
+    helper = None
+    for _ in range(200):
+        helper = next((p for p in psutil.Process(server.proc.pid).children(recursive=True)
+                       if "sandbox" in " ".join(p.cmdline())), None)
+        if helper is not None and helper.cpu_times().user > 0.2:  # in the join
+            break
+        time.sleep(0.05)
+    assert helper is not None
+    os.kill(helper.pid, signal.SIGSEGV)
+    slow.join(60)
+    r = answer["r"]
+    assert r.status == 400 and b"SIGSEGV" in r.body and b"\n" not in r.body.strip()
+    assert workers(server) == pids
+    assert patch(server, "/big", 'INSERT DATA { <> <http://e/q> "after" }').status == 204

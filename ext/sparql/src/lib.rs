@@ -13,16 +13,23 @@ use pyo3::prelude::*;
 use spargebra::algebra::{
     AggregateExpression, Expression, GraphPattern, OrderExpression, PropertyPathExpression,
 };
-use spargebra::term::{GraphName, GraphNamePattern};
-use spargebra::{GraphUpdateOperation, SparqlParser};
+use oxrdf::vocab::xsd;
+use oxrdf::{BlankNode, Literal, NamedOrBlankNode, Term, Triple};
+use oxttl::NTriplesParser;
+use pyo3::types::PyBytes;
+use spargebra::term::{GraphName, GraphNamePattern, GroundTerm};
+use spargebra::{GraphUpdateOperation, SparqlParser, Update};
+use std::collections::{HashMap, HashSet};
 
 /// The deepest nesting of graph patterns, expressions and property paths an
 /// update may have (an evaluator recurses once per level).
 const MAX_DEPTH: usize = 100;
-/// The parse runs on a thread of its own with this much stack, reserved, not
-/// committed: a long chain of UNIONs or joins, which the parser builds in a
-/// loop, is dropped recursively.
-const PARSE_STACK: usize = 1 << 30;
+/// The deepest nesting of brackets, and the longest run of prefix operators,
+/// the text may have: the parser recurses once per level of either.
+const MAX_NESTING: usize = 100;
+/// The most triple patterns the WHERE clauses of an update may have (a
+/// property path `p/q/...` is one per step): each is a join.
+const MAX_PATTERNS: usize = 1000;
 const ALLOWED: &str = "only INSERT DATA, DELETE DATA, DELETE WHERE and DELETE/INSERT WHERE \
                        on the resource's own graph are allowed";
 
@@ -35,7 +42,117 @@ fn refused(what: &str) -> Refusal {
     Refusal::Refused(format!("unsupported SPARQL Update: {what} ({ALLOWED})"))
 }
 
-fn check(text: &str, base_iri: &str) -> Result<String, Refusal> {
+fn too_deep(what: &str) -> Refusal {
+    Refusal::Refused(format!("SPARQL Update nested too deeply: {what}"))
+}
+
+/// Refuses text nested deeper than the parser may recurse, before it sees it:
+/// brackets more than MAX_NESTING deep, or a run of more than MAX_NESTING
+/// prefix operators (`!`, `-`, `+`).  One pass, no recursion.  Strings and
+/// comments are skipped as SPARQL lexes them (a string's end is its first
+/// unescaped closing quote or quotes); an IRI-shaped span's brackets are
+/// counted as the parser would count them if the `<` were a less-than sign,
+/// but never lower the depth.
+fn check_nesting(text: &[u8]) -> Result<(), Refusal> {
+    let n = text.len();
+    let (mut i, mut depth, mut unary) = (0usize, 0usize, 0usize);
+    let deeper = |depth: usize| {
+        if depth > MAX_NESTING {
+            Err(too_deep(&format!("brackets more than {MAX_NESTING} deep")))
+        } else {
+            Ok(())
+        }
+    };
+    let longer = |run: usize| {
+        if run > MAX_NESTING {
+            Err(too_deep(&format!("more than {MAX_NESTING} prefix operators in a row")))
+        } else {
+            Ok(())
+        }
+    };
+    while i < n {
+        let c = text[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'#' => {
+                while i < n && text[i] != b'\n' && text[i] != b'\r' {
+                    i += 1;
+                }
+            }
+            b'!' | b'+' | b'-' => {
+                unary += 1;
+                longer(unary)?;
+                i += 1;
+            }
+            b'\'' | b'"' => {
+                unary = 0;
+                let long = i + 2 < n && text[i + 1] == c && text[i + 2] == c;
+                let mut j = if long { i + 3 } else { i + 1 };
+                loop {
+                    if j >= n || (!long && (text[j] == b'\n' || text[j] == b'\r')) {
+                        return Err(Refusal::Malformed(format!(
+                            "a string opened at byte {i} is not closed"
+                        )));
+                    }
+                    if text[j] == b'\\' {
+                        j += 2;
+                    } else if text[j] == c
+                        && (!long || (j + 2 < n && text[j + 1] == c && text[j + 2] == c))
+                    {
+                        i = j + if long { 3 } else { 1 };
+                        break;
+                    } else {
+                        j += 1;
+                    }
+                }
+            }
+            b'<' => {
+                unary = 0;
+                let mut j = i + 1;
+                while j < n && !b"<>\"{}|^`\\".contains(&text[j]) && text[j] > 0x20 {
+                    j += 1;
+                }
+                if j < n && text[j] == b'>' {
+                    let (start, mut run) = (depth, 0usize);
+                    for &b in &text[i + 1..j] {
+                        match b {
+                            b'(' | b'[' => {
+                                depth += 1;
+                                deeper(depth)?;
+                            }
+                            b')' | b']' => depth = start.max(depth.saturating_sub(1)),
+                            _ => {}
+                        }
+                        run = if matches!(b, b'!' | b'+' | b'-') { run + 1 } else { 0 };
+                        longer(run)?;
+                    }
+                    i = j + 1;
+                } else {
+                    i += 1; // a less-than sign
+                }
+            }
+            b'(' | b'{' | b'[' => {
+                unary = 0;
+                depth += 1;
+                deeper(depth)?;
+                i += 1;
+            }
+            b')' | b'}' | b']' => {
+                unary = 0;
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => {
+                unary = 0;
+                i += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parsed(text: &str, base_iri: &str) -> Result<Update, Refusal> {
+    check_nesting(text.as_bytes())?;
     let parser = SparqlParser::new()
         .with_base_iri(base_iri)
         .map_err(|e| Refusal::Malformed(format!("bad base IRI: {e}")))?;
@@ -45,7 +162,61 @@ fn check(text: &str, base_iri: &str) -> Result<String, Refusal> {
     for operation in &update.operations {
         check_operation(operation)?;
     }
-    Ok(update.to_string())
+    Ok(update)
+}
+
+fn check(text: &str, base_iri: &str) -> Result<String, Refusal> {
+    Ok(parsed(text, base_iri)?.to_string())
+}
+
+/// The difference an update made only of INSERT DATA and DELETE DATA makes
+/// to ``before``: (removed, added) N-Triples.  As the engine does: each
+/// operation in turn on the set of triples, a blank node of an INSERT DATA a
+/// fresh one (a DELETE DATA has none), a triple inserted twice or deleted
+/// absent no change.
+fn data_difference(update: &Update, before: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let old: HashSet<Triple> = NTriplesParser::new()
+        .for_slice(before)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("the resource's N-Triples: {e}"))?;
+    let mut now = old.clone();
+    for operation in &update.operations {
+        match operation {
+            GraphUpdateOperation::DeleteData { data } => {
+                for quad in data {
+                    let object: Term = match &quad.object {
+                        GroundTerm::NamedNode(n) => n.clone().into(),
+                        GroundTerm::Literal(l) => l.clone().into(),
+                    };
+                    now.remove(&Triple::new(quad.subject.clone(), quad.predicate.clone(), object));
+                }
+            }
+            GraphUpdateOperation::InsertData { data } => {
+                let mut fresh: HashMap<BlankNode, BlankNode> = HashMap::new();
+                let mut renamed = |node: &BlankNode| fresh.entry(node.clone()).or_default().clone();
+                for quad in data {
+                    let subject: NamedOrBlankNode = match &quad.subject {
+                        NamedOrBlankNode::BlankNode(b) => renamed(b).into(),
+                        other => other.clone(),
+                    };
+                    let object: Term = match &quad.object {
+                        Term::BlankNode(b) => renamed(b).into(),
+                        other => other.clone(),
+                    };
+                    now.insert(Triple::new(subject, quad.predicate.clone(), object));
+                }
+            }
+            _ => unreachable!("data_difference takes INSERT DATA and DELETE DATA only"),
+        }
+    }
+    let write = |triples: &mut dyn Iterator<Item = &Triple>| {
+        let mut out = Vec::new();
+        for triple in triples {
+            out.extend_from_slice(format!("{triple} .\n").as_bytes());
+        }
+        out
+    };
+    Ok((write(&mut old.difference(&now)), write(&mut now.difference(&old))))
 }
 
 fn check_operation(operation: &GraphUpdateOperation) -> Result<(), Refusal> {
@@ -99,6 +270,7 @@ enum Node<'a> {
 /// tree with a stack of its own (no recursion: depth is what is checked).
 fn check_pattern(root: &GraphPattern) -> Result<(), Refusal> {
     let mut stack = vec![(Node::Pattern(root), 1usize)];
+    let mut patterns = 0usize;
     while let Some((node, depth)) = stack.pop() {
         if depth > MAX_DEPTH {
             return Err(refused(&format!("nested deeper than {MAX_DEPTH} levels")));
@@ -106,7 +278,15 @@ fn check_pattern(root: &GraphPattern) -> Result<(), Refusal> {
         let d = depth + 1;
         match node {
             Node::Pattern(pattern) => match pattern {
-                GraphPattern::Bgp { .. } | GraphPattern::Values { .. } => {}
+                GraphPattern::Bgp { patterns: bgp } => {
+                    patterns += bgp.len();
+                    if patterns > MAX_PATTERNS {
+                        return Err(refused(&format!(
+                            "more than {MAX_PATTERNS} triple patterns"
+                        )));
+                    }
+                }
+                GraphPattern::Values { .. } => {}
                 GraphPattern::Path { path, .. } => stack.push((Node::Path(path), d)),
                 GraphPattern::Join { left, right }
                 | GraphPattern::Union { left, right }
@@ -224,23 +404,74 @@ fn check_pattern(root: &GraphPattern) -> Result<(), Refusal> {
 /// The canonical text of ``update`` (relative IRIs resolved against
 /// ``base_iri``) if the server runs it; SyntaxError if it is not SPARQL
 /// Update, ValueError (with the reason) if it is a form the server refuses.
+///
+/// The nesting is checked before the parser sees the text; a long chain of
+/// UNIONs or joins, which the parser builds in a loop, is still dropped
+/// recursively, so the caller runs this on a thread with a large stack (the
+/// helper process of lakebench.server.sandbox does).
 #[pyfunction]
-fn check_update(py: Python<'_>, update: String, base_iri: String) -> PyResult<String> {
-    let outcome = py.detach(move || {
-        std::thread::Builder::new()
-            .name("sparql-check".into())
-            .stack_size(PARSE_STACK)
-            .spawn(move || check(&update, &base_iri))
-            .map(|thread| thread.join())
+fn check_update(py: Python<'_>, update: &str, base_iri: &str) -> PyResult<String> {
+    match py.detach(|| check(update, base_iri)) {
+        Ok(text) => Ok(text),
+        Err(Refusal::Malformed(message)) => Err(PySyntaxError::new_err(message)),
+        Err(Refusal::Refused(message)) => Err(PyValueError::new_err(message)),
+    }
+}
+
+/// Whether the engine stores ``literal`` as it is written: a simple or
+/// language-tagged one.  A typed one may be stored in its canonical form
+/// (``01`` as the integer ``1``), so an update holding one goes to the engine.
+fn kept_as_written(literal: &Literal) -> bool {
+    literal.language().is_some() || literal.datatype() == xsd::STRING
+}
+
+/// What the helper runs: ``(removed, added)`` N-Triples for an update made
+/// only of INSERT DATA and DELETE DATA whose literals are simple or
+/// language-tagged (see kept_as_written), computed here on ``before`` (the
+/// resource's N-Triples) from the checked parse; for any other update it
+/// accepts, its canonical text (as :func:`check_update`), for the engine.
+/// Raises as check_update does; run it on a thread with a large stack.
+#[pyfunction]
+fn prepare_update(
+    py: Python<'_>,
+    update: &str,
+    base_iri: &str,
+    before: &[u8],
+) -> PyResult<Py<PyAny>> {
+    enum Prepared {
+        Difference(Vec<u8>, Vec<u8>),
+        Text(String),
+    }
+    let prepared = py.detach(|| -> Result<Result<Prepared, String>, Refusal> {
+        let parsed = parsed(update, base_iri)?;
+        let data_only = parsed.operations.iter().all(|op| match op {
+            GraphUpdateOperation::InsertData { data } => data.iter().all(|q| match &q.object {
+                Term::Literal(l) => kept_as_written(l),
+                _ => true,
+            }),
+            GraphUpdateOperation::DeleteData { data } => data.iter().all(|q| match &q.object {
+                GroundTerm::Literal(l) => kept_as_written(l),
+                _ => true,
+            }),
+            _ => false,
+        });
+        if !data_only {
+            return Ok(Ok(Prepared::Text(parsed.to_string())));
+        }
+        Ok(data_difference(&parsed, before).map(|(r, a)| Prepared::Difference(r, a)))
     });
-    match outcome {
-        Err(e) => Err(PyOSError::new_err(format!(
-            "cannot start the SPARQL parser's thread: {e}"
-        ))),
-        Ok(Err(_)) => Err(PyValueError::new_err("the SPARQL parser failed")),
-        Ok(Ok(Ok(text))) => Ok(text),
-        Ok(Ok(Err(Refusal::Malformed(message)))) => Err(PySyntaxError::new_err(message)),
-        Ok(Ok(Err(Refusal::Refused(message)))) => Err(PyValueError::new_err(message)),
+    match prepared {
+        Ok(Ok(Prepared::Difference(removed, added))) => Ok((
+            PyBytes::new(py, &removed),
+            PyBytes::new(py, &added),
+        )
+            .into_pyobject(py)?
+            .into_any()
+            .unbind()),
+        Ok(Ok(Prepared::Text(text))) => Ok(text.into_pyobject(py)?.into_any().unbind()),
+        Ok(Err(message)) => Err(PyOSError::new_err(message)),
+        Err(Refusal::Malformed(message)) => Err(PySyntaxError::new_err(message)),
+        Err(Refusal::Refused(message)) => Err(PyValueError::new_err(message)),
     }
 }
 
@@ -324,7 +555,10 @@ fn confine() -> PyResult<()> {
 #[pymodule]
 fn _sparql(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(check_update, module)?)?;
+    module.add_function(wrap_pyfunction!(prepare_update, module)?)?;
     module.add_function(wrap_pyfunction!(confine, module)?)?;
     module.add("MAX_DEPTH", MAX_DEPTH)?;
+    module.add("MAX_NESTING", MAX_NESTING)?;
+    module.add("MAX_PATTERNS", MAX_PATTERNS)?;
     Ok(())
 }

@@ -18,14 +18,14 @@ def small_workload() -> Workload:
 SMALL_DISK_BYTES = 48 << 20
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A tmpfs of SMALL_DISK_BYTES at ``tmp_path/fs``, unmounted afterwards."""
+def mounted_tmpfs(tmp_path, size: int):
+    """A tmpfs of ``size`` bytes at ``tmp_path/fs`` (a generator for a fixture:
+    it yields the mount, then unmounts it); skips the test without root."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs to fill needs root")
     mount = tmp_path / "fs"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK_BYTES}", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
@@ -33,6 +33,12 @@ def small_disk(tmp_path):
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of SMALL_DISK_BYTES at ``tmp_path/fs``, unmounted afterwards."""
+    yield from mounted_tmpfs(tmp_path, SMALL_DISK_BYTES)
 
 
 def fill_disk(mount, leave: int):

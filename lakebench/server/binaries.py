@@ -31,6 +31,7 @@ from pathlib import Path
 
 from lakebench.server.errors import RepositoryError, insufficient_storage
 from lakebench.store import no_space
+from lakebench.store.wal import fsync_path
 
 CHUNK = 1 << 16
 DEFAULT_MAX_BINARY = 64 << 30
@@ -122,7 +123,7 @@ class BinaryFiles:
             try:
                 os.rename(upload.path, final)
                 if self.durable:
-                    _fsync_directory(self.directory)
+                    fsync_path(self.directory)
             except OSError as exc:
                 if no_space(exc):
                     raise insufficient_storage() from None
@@ -222,9 +223,3 @@ def _read(stream, size: int) -> bytes:
         raise RepositoryError(400, f"cannot read the request body: {type(exc).__name__}: {exc}") from None
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

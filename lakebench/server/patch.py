@@ -4,9 +4,9 @@ Three steps, each bounded, the first two in a confined helper process
 (:mod:`lakebench.server.sandbox`):
 
 1. Before anything recursive sees the text, brackets nested deeper than
-   :data:`MAX_NESTING`, or a run of more than that many prefix operators,
-   is a 400 (a scan with no recursion, strings and comments skipped as SPARQL
-   lexes them: :func:`lakebench._sparql.check_update`).
+   :data:`lakebench._sparql.MAX_NESTING` (100), or a run of more than that
+   many prefix operators, is a 400 (a scan with no recursion, strings and
+   comments skipped as SPARQL lexes them: :func:`lakebench._sparql.check_update`).
 2. The update is parsed (spargebra, pyoxigraph's own parser) and decided on
    its parsed form: INSERT DATA, DELETE DATA, DELETE WHERE and DELETE/INSERT
    WHERE on the resource's own graph are run; LOAD, SERVICE, CLEAR, DROP,
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 
-from lakebench._sparql import MAX_NESTING  # noqa: F401 - the limit, named where PATCH is described
 from lakebench.server.rdfbody import refuse_rdf12
 from lakebench.server.sandbox import Sandboxes
 

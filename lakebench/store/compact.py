@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakebench.store import LmdbStore, StoreError, check
+from lakebench.store.wal import fsync_path
 
 #: Quads copied per write transaction of the new store.
 CHUNK = 50_000
@@ -64,19 +65,11 @@ def compact(path: str | os.PathLike, progress=None) -> Compacted:
             shutil.rmtree(work, ignore_errors=True)
             raise StoreError(f"{path}: the compacted copy does not check out "
                              f"({after[0] if after else f'{copied} quads of {quads}'}); nothing was changed")
-        _sync(work / "data.mdb")
+        fsync_path(work / "data.mdb")
         os.replace(work / "data.mdb", path / "data.mdb")  # the one step that changes the store
-        _sync(path)
+        fsync_path(path)
         # LMDB's lock file describes the old file's readers: a new one is made at the next open.
         (path / "lock.mdb").unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     return Compacted(quads=quads, terms_before=before.summary["terms"], terms_after=after.summary["terms"],
                      bytes_before=before.summary["bytes"], bytes_after=(path / "data.mdb").stat().st_size)
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

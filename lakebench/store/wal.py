@@ -90,7 +90,7 @@ class WriteAheadLog:
                 raise LogError(f"{self.path}: the store is open for writing in another process") from None
             if created and durable:
                 # A new file's name is durable only once its directory is flushed.
-                _fsync_dir(os.path.dirname(self.path) or ".")
+                fsync_path(os.path.dirname(self.path) or ".")
         self._offset = 0  # where the next record goes
         self.size = 0     # bytes of records written since the last reset
 
@@ -225,8 +225,10 @@ def _crc(seq: int, payload: bytes) -> int:
     return zlib.crc32(payload, zlib.crc32(struct.pack("<QI", seq, len(payload))))
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+def fsync_path(path: str | os.PathLike) -> None:
+    """fsync a file or a directory by its path (a directory: so that a file
+    created or renamed in it stays there after a crash)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

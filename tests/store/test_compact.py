@@ -10,6 +10,8 @@ from lakebench.store import LmdbStore, StoreError, check
 from lakebench.store.compact import compact
 from lakebench.store.terms import iri, literal
 
+from .conftest import crash_with_logged_writes
+
 S, P, G = iri("http://ex.org/s"), iri("http://ex.org/p"), iri("http://ex.org/g")
 
 
@@ -38,12 +40,7 @@ def test_compact_keeps_the_quads_and_drops_the_dead_terms(tmp_path):
 
 
 def test_compact_replays_the_log_first(tmp_path):
-    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
-            "s = LmdbStore(sys.argv[1])\n"
-            "for i in range(10): s.add([(iri('http://ex.org/s'), iri('http://ex.org/p'), iri(f'http://ex.org/o{i}'),"
-            " iri('http://ex.org/g'))])\n"
-            "os._exit(0)  # the writes are in the log only\n")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    crash_with_logged_writes(tmp_path / "s")
     assert compact(tmp_path / "s").quads == 10
     with LmdbStore(tmp_path / "s") as store:
         assert store.count(S) == 10

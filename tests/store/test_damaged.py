@@ -29,6 +29,8 @@ from lakebench.store import LmdbStore
 from lakebench.store.preflight import StoreDamaged
 from lakebench.workload import Workload
 
+from ..conftest import mounted_tmpfs
+
 #: The directory holding the ``lakebench`` package the tests import, so the
 #: subprocesses run the same code.
 PACKAGE_ROOT = str(Path(lakebench.__file__).resolve().parent.parent)
@@ -290,18 +292,7 @@ def test_serve_survives_damage_to_what_it_opens(store_dir, tmp_path):
 @pytest.fixture
 def small_filesystem(tmp_path):
     """A 2 MiB tmpfs, mounted for the test (root only), unmounted after."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs to fill needs root")
-    mount = tmp_path / "fs"
-    mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    yield from mounted_tmpfs(tmp_path, 2 << 20)
 
 
 def _fill(mount: Path, leave: int) -> None:

@@ -11,6 +11,8 @@ from lakebench.store import LmdbStore, StoreError, check
 from lakebench.store.terms import iri
 from lakebench.store.wal import LogError, WriteAheadLog, decode_changes, encode_changes
 
+from .conftest import crash_with_logged_writes
+
 S, P = iri("http://ex.org/s"), iri("http://ex.org/p")
 
 
@@ -71,12 +73,7 @@ def test_one_writer_process_owns_the_log(tmp_path):
 
 
 def test_a_crash_leaves_writes_in_the_log_and_the_next_open_replays_them(tmp_path):
-    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
-            "s = LmdbStore(sys.argv[1])\n"
-            "S, P = iri('http://ex.org/s'), iri('http://ex.org/p')\n"
-            "for i in range(10): s.add([(S, P, iri(f'http://ex.org/o{i}'), S)])\n"
-            "os._exit(0)  # no close: the batch was never committed\n")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    crash_with_logged_writes(tmp_path / "s")
     problems = check(tmp_path / "s")
     assert problems == [] and problems.summary["log_pending"] == 10
     with pytest.raises(StoreError, match="in the log only"):
@@ -87,15 +84,6 @@ def test_a_crash_leaves_writes_in_the_log_and_the_next_open_replays_them(tmp_pat
     with LmdbStore(tmp_path / "s", readonly=True) as store:
         assert store.count(S) == 10
     assert os.path.getsize(tmp_path / "s" / "wal") == 0  # a clean close empties the log
-
-
-def _crashed_with_ten_logged_writes(path) -> None:
-    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
-            "s = LmdbStore(sys.argv[1])\n"
-            "S, P = iri('http://ex.org/s'), iri('http://ex.org/p')\n"
-            "for i in range(10): s.add([(S, P, iri(f'http://ex.org/o{i}'), S)])\n"
-            "os._exit(0)  # no close: the writes are in the log only\n")
-    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
 
 
 def _damage_record(path, index: int) -> None:
@@ -113,7 +101,7 @@ def _damage_record(path, index: int) -> None:
 
 def test_a_record_damaged_in_the_middle_is_reported_and_refused(tmp_path):
     """Acknowledged writes after a damaged record are never dropped silently."""
-    _crashed_with_ten_logged_writes(tmp_path / "s")
+    crash_with_logged_writes(tmp_path / "s")
     _damage_record(tmp_path / "s", 3)
     problems = check(tmp_path / "s")
     assert len(problems) == 1 and "write 4" in problems[0] and "6 acknowledged write(s)" in problems[0]
@@ -129,7 +117,7 @@ def test_a_record_damaged_in_the_middle_is_reported_and_refused(tmp_path):
 
 
 def test_a_torn_last_record_is_no_damage(tmp_path):
-    _crashed_with_ten_logged_writes(tmp_path / "s")
+    crash_with_logged_writes(tmp_path / "s")
     _damage_record(tmp_path / "s", 9)
     assert check(tmp_path / "s") == []
     with LmdbStore(tmp_path / "s") as store:

@@ -1,12 +1,16 @@
 """The processes that evaluate clients' SPARQL Updates, apart from the server.
 
 A PATCH's update is evaluated in a helper process of the worker, never in
-the worker itself, so that no update can reach further than the copy of its
-resource it is given:
+the worker itself:
 
 * the helper is confined before it reads an update (:func:`lakebench._sparql.confine`):
   it cannot create a socket, so no form of update, nor anything a future
-  pyoxigraph does, can make the server open a connection on a client's behalf;
+  pyoxigraph does, can make the server open a connection on a client's
+  behalf, nor reach into the worker to use one of its sockets (no ptrace,
+  no /proc/PID/mem writes, no pidfd_getfd).  It runs as the worker's user:
+  the confinement is of the network and of the worker, not of the files;
+* its core dumps are off and its address space is bounded (HELPER_MEMORY),
+  and a difference larger than MAX_ANSWER is refused;
 * the worker waits for the answer at most ``timeout`` seconds (``--patch-timeout``),
   then kills the helper and answers 503: an update that would join for hours
   costs the worker that long, no longer, and under the gevent worker the other
@@ -45,6 +49,11 @@ from lakebench.server.errors import RepositoryError
 PATCH_TIMEOUT = 5.0
 #: Helpers a worker keeps at most: updates evaluated at once (gevent worker).
 HELPERS = 4
+#: The largest difference an update may make, in N-Triples bytes (removed and
+#: added together): a cross product or a string doubled at each step is refused.
+MAX_ANSWER = 64 << 20
+#: The address space a helper may take (its 1 GiB stack, reserved, included).
+HELPER_MEMORY = 4 << 30
 
 _REQUEST = struct.Struct(">III")  # lengths of the update, the base IRI, the resource's N-Triples
 _ANSWER = struct.Struct(">BII")  # status, then the lengths of two payloads
@@ -74,24 +83,36 @@ class Sandboxes:
     def evaluate(self, update: str, before: bytes, base: str) -> tuple[bytes, bytes]:
         """(N-Triples removed, N-Triples added) when ``update`` runs on ``before``;
         RepositoryError (400, 503) when it is refused, fails or takes too long."""
-        deadline = time.monotonic() + self.timeout
         if not self._slots.acquire(timeout=self.timeout):
             raise RepositoryError(503, f"the server is evaluating {self._size} updates already and none "
                                        f"ended within {self.timeout:g} s: try again later",
                                   headers=[("Retry-After", "1")])
         try:
-            helper = self._idle.pop() if self._idle else self._start()
+            helper = self._take()
+            deadline = time.monotonic() + self.timeout  # the update's own time, not the wait for a slot
             try:
                 status, first, second = helper.ask(update, base, before, deadline)
             except _Stopped as stopped:
                 self._discard(helper)
                 raise stopped.error() from None
+            except BaseException:  # anything else mid-exchange: the pipes' state is unknown
+                self._discard(helper)
+                raise
             self._idle.append(helper)
         finally:
             self._slots.release()
         if status == OK:
             return first, second
         raise RepositoryError(400, first.decode("utf-8", "replace"))
+
+    def _take(self) -> _Helper:
+        """An idle helper that is still alive, or a new one."""
+        while self._idle:
+            helper = self._idle.pop()
+            if helper.process.poll() is None:
+                return helper
+            self._discard(helper)  # died while idle (the OOM killer, say): not this update's doing
+        return self._start()
 
     def close(self) -> None:
         """End every helper (the worker stops)."""
@@ -140,7 +161,8 @@ class _Helper:
         # the environment it needs to find the package.
         env = {key: os.environ[key] for key in ("PATH", "PYTHONPATH", "LANG", "HOME") if key in os.environ}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "lakebench.server.sandbox", repr(timeout)],
+            # -P: the working directory is not put on sys.path.
+            [sys.executable, "-P", "-m", "lakebench.server.sandbox", repr(timeout)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=env)
         self._to = self.process.stdin.fileno()
         self._from = self.process.stdout.fileno()
@@ -151,6 +173,8 @@ class _Helper:
         parts = [update.encode("utf-8"), base.encode("utf-8"), before]
         self._send(_REQUEST.pack(*map(len, parts)) + b"".join(parts), deadline)
         status, first_length, second_length = _ANSWER.unpack(self._receive(_ANSWER.size, deadline))
+        if first_length + second_length > MAX_ANSWER:  # the helper says so itself: not one of its answers
+            raise _Stopped(self._timeout, 1)
         first = self._receive(first_length, deadline)
         second = self._receive(second_length, deadline)
         return status, first, second
@@ -257,6 +281,14 @@ def evaluate(update: str, base: str, before: bytes) -> tuple[int, bytes, bytes]:
             ox.serialize([q.triple for q in new - old], format=nt) or b"")
 
 
+def _bounded(status: int, first: bytes, second: bytes) -> tuple[int, bytes, bytes]:
+    """The answer, or a refusal if the difference is larger than MAX_ANSWER."""
+    if status == OK and len(first) + len(second) > MAX_ANSWER:
+        return REFUSED, (f"the update changes more than {MAX_ANSWER >> 20} MiB of N-Triples: "
+                         "send the resource with PUT").encode(), b""
+    return status, first, second
+
+
 def _cpu_seconds() -> float:
     import resource
 
@@ -273,12 +305,24 @@ def main(argv: list[str]) -> int:
     from lakebench._sparql import confine
 
     confine()
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core of a client's data
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)  # lowered, never raised past what it inherits
+    memory = HELPER_MEMORY if hard == resource.RLIM_INFINITY else min(HELPER_MEMORY, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, hard))
     timeout = float(argv[0])
-    threading.stack_size(HELPER_STACK)
-    status = []
-    helper = threading.Thread(target=lambda: status.append(_serve(timeout)), name="sandbox")
-    helper.start()
-    helper.join()
+    status: list[int] = []
+    # The largest stack the address space allows, from HELPER_STACK down.
+    for stack in (HELPER_STACK, HELPER_STACK >> 2, HELPER_STACK >> 4):
+        threading.stack_size(stack)
+        helper = threading.Thread(target=lambda: status.append(_serve(timeout)), name="sandbox")
+        try:
+            helper.start()
+        except RuntimeError:  # cannot map that stack
+            continue
+        helper.join()
+        break
     return status[0] if status else 1
 
 
@@ -301,7 +345,7 @@ def _serve(timeout: float) -> int:
         limit = math.ceil(_cpu_seconds() + timeout) + 1
         if hard == resource.RLIM_INFINITY or limit < hard:
             resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
-        status, first, second = evaluate(update.decode("utf-8"), base.decode("utf-8"), before)
+        status, first, second = _bounded(*evaluate(update.decode("utf-8"), base.decode("utf-8"), before))
         stdout.write(_ANSWER.pack(status, len(first), len(second)) + first + second)
         stdout.flush()
 

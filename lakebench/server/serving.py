@@ -132,16 +132,18 @@ class Worker(GeventWorker):
     def init_process(self):
         util.write_error = write_error  # gunicorn's own refusals (400, 414, 431, ...) in one line
         self._open = 0
-        self._idle: dict = {}  # greenlet -> None, the longest idle first
+        self._idle: dict = {}  # greenlet -> its client socket, the longest idle first
         super().init_process()
 
     def _make_room(self) -> None:
-        """A new connection: if it takes the share kept for new clients, close
-        the connection idle longest (its greenlet ends waiting; see _wait_readable)."""
+        """A new connection: if it takes the share kept for new clients, shut
+        down the connection idle longest.  Its greenlet, waiting for a request
+        in _wait_readable, then reads the end of the stream and closes it; no
+        exception is thrown into it (which could land mid-request)."""
         if self._open > self.worker_connections - reserve(self.worker_connections) and self._idle:
             oldest = next(iter(self._idle))
-            self._idle.pop(oldest)
-            oldest.kill(block=False)
+            with contextlib.suppress(OSError):
+                self._idle.pop(oldest).shutdown(socket.SHUT_RDWR)
 
     def handle(self, listener, client, addr):
         self._open += 1
@@ -201,7 +203,7 @@ class Worker(GeventWorker):
         if _buffered(parser):  # pipelined: already here
             return True
         me = gevent.getcurrent()
-        self._idle[me] = None  # the first one _make_room may close while it waits
+        self._idle[me] = client  # the first one _make_room may shut down while it waits
         try:
             while self.alive:
                 left = end - time.monotonic()

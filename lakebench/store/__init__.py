@@ -559,6 +559,7 @@ class LmdbStore:
                 raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
                                "open the store with its damaged log truncated: lakebench serve "
                                "--truncate-damaged-log)")
+            self._log.cut_after(records)
             _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
         if pending:
             self._log.position_after(records)  # keep them until they are committed
@@ -659,6 +660,14 @@ class LmdbStore:
 
     def contexts(self) -> list[bytes]:
         return self._read(lambda txn: txn.contexts())
+
+    def checkpoint(self) -> None:
+        """Commit the batch and empty the log: everything is then in ``data.mdb``
+        (what a clean close does, the store staying open)."""
+        self.commit()
+        if self._log is not None:
+            self._commit_batch()
+            self._log.truncate()
 
     def clear_stale_readers(self) -> int:
         """Free the reader slots of processes that died holding a snapshot (a

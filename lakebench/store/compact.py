@@ -66,6 +66,9 @@ def compact(path: str | os.PathLike, progress=None) -> Compacted:
             raise StoreError(f"{path}: the compacted copy does not check out "
                              f"({after[0] if after else f'{copied} quads of {quads}'}); nothing was changed")
         fsync_path(work / "data.mdb")
+        # The log emptied first: the copy's meta knows no log record, so a crash
+        # after the rename must find none to replay.
+        source.checkpoint()
         os.replace(work / "data.mdb", path / "data.mdb")  # the one step that changes the store
         fsync_path(path)
         # LMDB's lock file describes the old file's readers: a new one is made at the next open.

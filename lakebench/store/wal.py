@@ -123,6 +123,12 @@ class WriteAheadLog:
             os.fsync(self._fd)
         self.reset()
 
+    def cut_after(self, records: list[tuple[int, bytes]]) -> None:
+        """Drop everything after ``records`` (those read at open), from the file
+        itself, durably: a damaged record and whatever follows it."""
+        os.ftruncate(self._fd, sum(_HEADER.size + len(payload) for _, payload in records))
+        os.fsync(self._fd)
+
     def position_after(self, records: list[tuple[int, bytes]]) -> None:
         """Continue after ``records`` (those read at open), so none is overwritten."""
         self._offset = sum(_HEADER.size + len(payload) for _, payload in records)
@@ -151,47 +157,54 @@ class WriteAheadLog:
 
         Reading stops at the first record that is torn or out of sequence,
         which is right for a tail cut by a crash: that record was never
-        acknowledged, and nothing follows it.  But if a later record, valid
-        and numbered past ``last_good`` (the last sequence number the store
-        and the readable records hold), lies beyond the stop, the stop is
-        damage in the middle of the log: the writes after it were
-        acknowledged, and a replay that stopped there would drop them
-        silently.  Older records left from before the log was last reset
-        are numbered at most ``last_good`` and do not count.
+        acknowledged, and nothing follows it.  But if the record where it
+        stops is whole and numbered next (``last_good`` + 1, ``last_good``
+        being the last sequence number the store and the readable records
+        hold) and fails only its CRC, and the record its length leads to is
+        valid and numbered after it, the stop is damage in the middle of the
+        log: the writes after it were acknowledged, and a replay that stopped
+        there would drop them silently.
+
+        Only that chain is followed, from the stop, by the records' own
+        lengths and exact sequence numbers; the file is never searched for a
+        record's magic, since a payload carries a client's bytes (a literal
+        can hold a forged record), and old records left beyond the tail since
+        the log was last reset are payloads as far as this is concerned.
+        Damage to a record's 20-byte header (its length) is not told apart
+        from a torn tail.
         """
         end = sum(_HEADER.size + len(payload) for _, payload in self.records())
         size = os.fstat(self._fd).st_size
-        offset = end
-        while offset < size:
-            chunk = os.pread(self._fd, min(1 << 20, size - offset) + _HEADER.size, offset)
-            at = chunk.find(_MAGIC, 1 if offset == end else 0)
-            while at >= 0:
-                found = self._valid_at(offset + at)
-                if found is not None and found > last_good:
-                    later = self._chain_from(offset + at)
-                    return (f"the log's record at byte {end} (write {last_good + 1}) is damaged, and "
-                            f"{later} acknowledged write(s) after it ({found} to {found + later - 1}) "
-                            "would be lost by a replay that stops there")
-                at = chunk.find(_MAGIC, at + 1)
-            offset += max(1, len(chunk) - _HEADER.size)
-        return None
+        header = os.pread(self._fd, _HEADER.size, end)
+        if len(header) < _HEADER.size:
+            return None
+        magic, seq, length, _ = _HEADER.unpack(header)
+        after = end + _HEADER.size + length
+        if magic != _MAGIC or seq != last_good + 1 or after > size:
+            return None
+        if self._valid_at(after, size) != last_good + 2:
+            return None
+        later = self._chain_from(after, size)
+        return (f"the log's record at byte {end} (write {last_good + 1}) is damaged, and "
+                f"{later} acknowledged write(s) after it ({last_good + 2} to {last_good + 1 + later}) "
+                "would be lost by a replay that stops there")
 
-    def _valid_at(self, offset: int) -> int | None:
+    def _valid_at(self, offset: int, size: int) -> int | None:
         """The sequence number of a whole, valid record at ``offset``, or None."""
         header = os.pread(self._fd, _HEADER.size, offset)
         if len(header) < _HEADER.size:
             return None
         magic, seq, length, crc = _HEADER.unpack(header)
-        if magic != _MAGIC or length > MAX_RECORD:
+        if magic != _MAGIC or offset + _HEADER.size + length > size:
             return None
         payload = os.pread(self._fd, length, offset + _HEADER.size)
         return seq if len(payload) == length and _crc(seq, payload) == crc else None
 
-    def _chain_from(self, offset: int) -> int:
+    def _chain_from(self, offset: int, size: int) -> int:
         """How many valid records follow each other in sequence from ``offset``."""
         count, expected = 0, None
         while True:
-            seq = self._valid_at(offset)
+            seq = self._valid_at(offset, size)
             if seq is None or (expected is not None and seq != expected):
                 return count
             length = _HEADER.unpack(os.pread(self._fd, _HEADER.size, offset))[2]

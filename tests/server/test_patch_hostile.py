@@ -99,9 +99,21 @@ def test_no_form_of_update_reaches_the_network(server, listener, form):
     before = own(server, path)
     r = patch(server, path, form.format(url=listener.url))
     assert r.status == 400, r.body
-    assert b"\n" not in r.body.strip() and b"not allowed" in r.body or b"another graph" in r.body
+    assert b"\n" not in r.body.strip() and (b"not allowed" in r.body or b"another graph" in r.body)
     assert own(server, path) == before
     assert listener.connections == 0
+
+
+def test_the_servers_helper_is_confined(server):
+    """The helper the server evaluates with runs under a seccomp filter (mode 2)."""
+    assert server.request("PUT", "/hostile-confined", "", AS_SOURCE).status == 201
+    assert patch(server, "/hostile-confined", 'INSERT DATA { <> <http://e/p> "1" }').status == 204
+    helpers = [p for p in psutil.Process(server.proc.pid).children(recursive=True)
+               if "sandbox" in " ".join(p.cmdline())]
+    assert helpers
+    for helper in helpers:
+        with open(f"/proc/{helper.pid}/status") as status:
+            assert "Seccomp:\t2" in status.read()
 
 
 def test_the_evaluating_process_cannot_open_a_socket(listener):
@@ -126,6 +138,8 @@ DEEP = [
     "INSERT { <> <http://e/n> 1 } WHERE { " + "{ } UNION " * 20_000 + "{ } }",
     "INSERT { <> <http://e/n> 1 } WHERE { FILTER(1" + " || 1" * 20_000 + ") }",
     "INSERT { <> <http://e/n> 1 } WHERE { FILTER(1" + " + 1" * 20_000 + " > 0) }",
+    # SPARQL 1.2's reified triples, which the parser recurses into before refusing them
+    "INSERT DATA { " + "<< " * 20_000 + "<http://e/a> <http://e/b> <http://e/c>" + " >>" * 20_000 + " }",
     # brackets hidden from a lexer in strings and IRI-shaped spans
     'INSERT { <> <http://e/n> 1 } WHERE { ' + ' { ?s ?p "}}}}" . ' * 3_000 + "}" * 3_000 + " }",
     "INSERT { <> <http://e/n> 1 } WHERE { FILTER(1<" + "(" * 5_000 + "2>" + ")" * 5_000 + ") }",
@@ -184,6 +198,8 @@ def test_nesting_check_counts_what_the_parser_counts():
     nested_too_deeply('INSERT { <> <http://e/n> 1 } WHERE { ' + ' { ?s ?p "}}}}" . ' * 200 + "}" * 200 + "}")
     nested_too_deeply("INSERT { <> <http://e/n> 1 } WHERE { FILTER(1<" + "(" * 200 + "2>" + ")" * 200 + ") }")
     nested_too_deeply("INSERT { <> <http://e/n> 1 } WHERE { FILTER(" + "! " * 200 + "true) }")
+    nested_too_deeply("INSERT DATA { " + "<< " * 200 + "<http://e/a> <http://e/b> <http://e/c>" + " >>" * 200 + " }")
+    _check("INSERT { <> <http://e/n> 1 } WHERE { FILTER(?a<<http://e/x>) }")  # a less-than sign and an IRI
     with pytest.raises(SyntaxError, match="not closed"):
         _check('INSERT DATA { <> <http://e/p> """never closed }')
 
@@ -219,7 +235,7 @@ def test_a_long_update_is_stopped_and_others_are_served_meanwhile(serve):
 @given(parts=st.lists(st.sampled_from([
     "{", "}", "(", ")", "[", "]", "!", "-", "<http://e/p>", "<>", '"LOAD <x>"', "'''SERVICE'''",
     '"""a\\""""', "# DROP ALL\n", "?o", "1", " UNION ", " OPTIONAL ", " FILTER", " . ", " ; ", "LOAD ",
-    "SERVICE ", "CLEAR ", "DROP ", "CREATE ", "ADD ", "MOVE ", "COPY ", "WITH ", "USING ", "GRAPH ",
+    "SERVICE ", "CLEAR ", "DROP ", "CREATE ", "ADD ", "MOVE ", "COPY ", "WITH ", "USING ", "GRAPH ", "<<", ">>",
     "INSERT DATA ", "DELETE DATA ", "DELETE WHERE ", "INSERT ", "DELETE ", "WHERE ", "a ", "\\"]),
     max_size=40), depth=st.integers(0, 400))
 def test_fuzzed_updates(server, listener, parts, depth):
@@ -267,3 +283,19 @@ def test_an_evaluator_that_crashes_costs_its_request_only(serve):
     assert r.status == 400 and b"SIGSEGV" in r.body and b"\n" not in r.body.strip()
     assert workers(server) == pids
     assert patch(server, "/big", 'INSERT DATA { <> <http://e/q> "after" }').status == 204
+
+
+@pytest.mark.slow
+def test_a_difference_too_large_is_refused(serve):
+    """A cross product of a resource with itself (300 x 300 triples of 1 KB each,
+    about 100 MB): refused by the helper, not sent to the worker (which would
+    then have to parse and store it)."""
+    from lakebench.server.sandbox import MAX_ANSWER
+
+    server = serve("--durability", "nosync", "--patch-timeout", "60")
+    triples = " ".join(f'<> <http://e/p{i}> "{i:04d}{"x" * 1000}" .' for i in range(300))
+    assert server.request("PUT", "/big", triples, AS_SOURCE).status == 201
+    assert 300 * 300 * 1000 > MAX_ANSWER
+    r = patch(server, "/big", "INSERT { ?a ?b ?o2 } WHERE { ?a ?b ?o . ?c ?d ?o2 }")
+    assert r.status == 400 and b"MiB" in r.body, r.body
+    assert patch(server, "/big", 'INSERT DATA { <> <http://e/q> "small" }').status == 204

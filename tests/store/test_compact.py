@@ -76,3 +76,21 @@ def test_the_command_says_what_it_did(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "consistent" in out.stdout and "terms" in out.stdout and "->" in out.stdout
+
+
+def test_a_crash_right_after_the_rename_leaves_the_new_store_whole(tmp_path):
+    """The one step that changes the store, then nothing: the next open finds the
+    compacted store and no log record it cannot place."""
+    crash_with_logged_writes(tmp_path / "s")
+    code = ("import os, sys\n"
+            "from lakebench.store import compact\n"
+            "real = os.replace\n"
+            "def replace_then_die(*args):\n"
+            "    real(*args)\n"
+            "    os._exit(0)\n"
+            "compact.os.replace = replace_then_die\n"
+            "compact.compact(sys.argv[1])\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    assert check(tmp_path / "s") == []
+    with LmdbStore(tmp_path / "s") as store:
+        assert store.count(S) == 10

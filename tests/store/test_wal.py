@@ -111,9 +111,36 @@ def test_a_record_damaged_in_the_middle_is_reported_and_refused(tmp_path):
     out = subprocess.run([sys.executable, "-m", "lakebench.cli", "check", str(tmp_path / "s")],
                          capture_output=True, text=True)
     assert out.returncode == 1 and "damaged" in out.stdout + out.stderr
-    with LmdbStore(tmp_path / "s", truncate_damaged_log=True) as store:  # the operator's choice
-        assert store.count(S) == 3
+    # The operator's choice, and then a crash again: the dropped records stay dropped.
+    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
+            "s = LmdbStore(sys.argv[1], truncate_damaged_log=True)\n"
+            "assert s.count(iri('http://ex.org/s')) == 3\n"
+            "s.add([(iri('http://ex.org/s'), iri('http://ex.org/p'), iri('http://ex.org/after'), iri('http://ex.org/s'))])\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
     assert check(tmp_path / "s") == []
+    with LmdbStore(tmp_path / "s") as store:
+        assert store.count(S) == 4
+
+
+def test_a_forged_record_in_a_clients_data_is_no_damage(tmp_path):
+    """A payload carries a client's bytes: a literal may hold a whole record,
+    magic, a high sequence number and a valid CRC.  Left beyond the tail once
+    the log is reset and written again shorter, it must not pass for damage."""
+    import struct
+    import zlib
+
+    forged_payload = b"x" * 40
+    forged = struct.pack("<4sQII", b"LBW1", 999_999, len(forged_payload),
+                         zlib.crc32(forged_payload, zlib.crc32(struct.pack("<QI", 999_999, len(forged_payload))))
+                         ) + forged_payload
+    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    log.append(1, encode_changes([("add", ([(b"Ia", b"Ib", b"L" + b"y" * 100 + forged, b"Ig")],))]))
+    log.reset()  # a batch commit covered record 1
+    log.append(2, encode_changes([("remove", (b"Ia", None, None, None))]))
+    assert [seq for seq, _ in log.records()] == [2]
+    assert log.damage(2) is None
+    log.close()
 
 
 def test_a_torn_last_record_is_no_damage(tmp_path):

@@ -55,7 +55,7 @@ fn too_deep(what: &str) -> Refusal {
 /// but never lower the depth.
 fn check_nesting(text: &[u8]) -> Result<(), Refusal> {
     let n = text.len();
-    let (mut i, mut depth, mut unary) = (0usize, 0usize, 0usize);
+    let (mut i, mut depth, mut unary, mut reified) = (0usize, 0usize, 0usize, 0usize);
     let deeper = |depth: usize| {
         if depth > MAX_NESTING {
             Err(too_deep(&format!("brackets more than {MAX_NESTING} deep")))
@@ -106,6 +106,15 @@ fn check_nesting(text: &[u8]) -> Result<(), Refusal> {
                     }
                 }
             }
+            b'<' if i + 1 < n && text[i + 1] == b'<' => {
+                // `<<` opens a reified triple in SPARQL 1.2, which the parser
+                // recurses into before refusing it: a level that never closes
+                // (the second `<` may still start an IRI: `?a<<http://x>`).
+                unary = 0;
+                reified += 1;
+                deeper(depth + reified)?;
+                i += 1;
+            }
             b'<' => {
                 unary = 0;
                 let mut j = i + 1;
@@ -118,7 +127,7 @@ fn check_nesting(text: &[u8]) -> Result<(), Refusal> {
                         match b {
                             b'(' | b'[' => {
                                 depth += 1;
-                                deeper(depth)?;
+                                deeper(depth + reified)?;
                             }
                             b')' | b']' => depth = start.max(depth.saturating_sub(1)),
                             _ => {}
@@ -134,7 +143,7 @@ fn check_nesting(text: &[u8]) -> Result<(), Refusal> {
             b'(' | b'{' | b'[' => {
                 unary = 0;
                 depth += 1;
-                deeper(depth)?;
+                deeper(depth + reified)?;
                 i += 1;
             }
             b')' | b'}' | b']' => {
@@ -488,9 +497,24 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
+/// The system calls the helper may not make: a socket or an io_uring
+/// instance (a way out to the network), or a reach into another process (its
+/// parent's sockets through ptrace, /proc/PID/mem or pidfd_getfd).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const DENIED: [libc::c_long; 8] = [
+    libc::SYS_socket,
+    libc::SYS_io_uring_setup,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_pidfd_open,
+    libc::SYS_pidfd_getfd,
+    libc::SYS_kcmp,
+];
+
 /// From now on this process (all its threads, and any it starts) cannot
-/// create a socket or an io_uring instance (EPERM), cannot gain privileges,
-/// and is killed when the thread that started it ends.
+/// make the DENIED calls (EPERM), cannot gain privileges, and is killed when
+/// the thread that started it ends.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[pyfunction]
 fn confine() -> PyResult<()> {
@@ -501,21 +525,23 @@ fn confine() -> PyResult<()> {
     let ret = (BPF_RET | BPF_K) as u16;
     let deny = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
     // struct seccomp_data: the syscall number at offset 0, the architecture at 4.
-    let filter = [
+    let mut filter = vec![
         statement(load, 4),
         jump(equal, AUDIT_ARCH, 1, 0),
         statement(ret, libc::SECCOMP_RET_KILL_PROCESS),
         statement(load, 0),
         // x86_64's x32 numbers (bit 30 set) are another table: none is needed.
-        jump(at_least, 0x4000_0000, 3, 0),
-        jump(equal, libc::SYS_socket as u32, 2, 0),
-        jump(equal, libc::SYS_io_uring_setup as u32, 1, 0),
-        statement(ret, libc::SECCOMP_RET_ALLOW),
-        statement(ret, deny),
+        jump(at_least, 0x4000_0000, DENIED.len() as u8 + 1, 0),
     ];
+    // Each denied call jumps over the ones after it and the ALLOW to the deny.
+    for (k, call) in DENIED.iter().enumerate() {
+        filter.push(jump(equal, *call as u32, (DENIED.len() - k) as u8, 0));
+    }
+    filter.push(statement(ret, libc::SECCOMP_RET_ALLOW));
+    filter.push(statement(ret, deny));
     let program = libc::sock_fprog {
         len: filter.len() as u16,
-        filter: filter.as_ptr() as *mut libc::sock_filter,
+        filter: filter.as_mut_ptr(),
     };
     let fail = |what: &str| {
         PyOSError::new_err(format!(

@@ -186,9 +186,9 @@ def main(args) -> int:
         return 2
     print(table.render(table_rows(changes)))
     for label in only_base:
-        print(f"only in BASE: {label}")
+        print(f"only in BASE: {table.printable(label)}")
     for label in only_new:
-        print(f"only in NEW: {label}")
+        print(f"only in NEW: {table.printable(label)}")
     worse = [c for c in changes if c.worse]
     print(f"{len(worse)} of {len(changes)} metric(s) worse than {args.threshold:.2f}x beyond the noise"
           if worse else f"nothing worse than {args.threshold:.2f}x beyond the noise")

@@ -12,6 +12,7 @@ report.
 from __future__ import annotations
 
 import shutil
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable
 
@@ -179,8 +180,19 @@ def _width(columns: list[Column], cells: dict) -> int:
     return sum(max(len(v) for v in cells[id(c)]) for c in columns) + len(GAP) * (len(columns) - 1)
 
 
+def printable(text) -> str:
+    """``text`` as a terminal may show it: on one line, every control character
+    (an escape sequence in a results file could rewrite the screen) replaced.
+
+    >>> printable("a\\nb\\x1b[2Jc\\x9b")
+    'a b\ufffd[2Jc\ufffd'
+    """
+    return "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in " ".join(str(text).split()))
+
+
 def render(table: list[list[str]]) -> str:
-    """Plain text with aligned columns, a rule under the header."""
+    """Plain text with aligned columns, a rule under the header (every cell printable)."""
+    table = [[printable(cell) for cell in row] for row in table]
     widths = [max(len(r[i]) for r in table if i < len(r)) for i in range(len(table[0]))]
     lines = []
     for n, row in enumerate(table):
@@ -266,4 +278,4 @@ def generation_lines(document: dict) -> list[str]:
 
 def text(document: dict, wide: bool = False, width: int | None = None) -> str:
     """The table and its notes, as printed."""
-    return "\n".join([render(rows(document, wide, width)), *notes(document)])
+    return "\n".join([render(rows(document, wide, width)), *map(printable, notes(document))])

@@ -258,3 +258,22 @@ def test_a_conf_py_that_came_with_the_results_is_not_run(tmp_path, capsys):
     assert report.main(_args(results_dir=src, html=True)) == 2
     assert "conf.py is inside the results directory" in capsys.readouterr().err
     assert not ran.exists()
+
+
+def test_the_terminal_shows_no_control_character_from_a_results_file():
+    """An error text (not a name: those are refused) holding an escape sequence
+    and a newline is printed on one line, the escape replaced."""
+    from lakebench.table import printable
+
+    assert printable("boom\x1b]0;owned\x07\nfake line") == "boom\ufffd]0;owned\ufffd fake line"
+    assert printable("lmdb (ref.)") == "lmdb (ref.)"
+
+
+def test_a_failed_systems_error_is_printed_on_one_line_without_escapes():
+    from lakebench import table
+
+    document = {"schema": 1, "workload": {"name": "flat"},
+                "systems": [{"name": "lmdb", "status": "failed", "error": "boom\x1b[2J\nlmdb: all fine"}]}
+    text = table.text(document)  # what `lakebench table` prints
+    assert "\x1b" not in text
+    assert [line for line in text.splitlines() if "FAILED:" in line] == ["lmdb: FAILED: boom\ufffd[2J lmdb: all fine"]

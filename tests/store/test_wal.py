@@ -112,12 +112,7 @@ def test_a_record_damaged_in_the_middle_is_reported_and_refused(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 1 and "damaged" in out.stdout + out.stderr
     # The operator's choice, and then a crash again: the dropped records stay dropped.
-    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
-            "s = LmdbStore(sys.argv[1], truncate_damaged_log=True)\n"
-            "assert s.count(iri('http://ex.org/s')) == 3\n"
-            "s.add([(iri('http://ex.org/s'), iri('http://ex.org/p'), iri('http://ex.org/after'), iri('http://ex.org/s'))])\n"
-            "os._exit(0)\n")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    crash_with_logged_writes(tmp_path / "s", writes=1, first=10, truncate_damaged_log=True)
     assert check(tmp_path / "s") == []
     with LmdbStore(tmp_path / "s") as store:
         assert store.count(S) == 4
@@ -169,12 +164,7 @@ def test_a_write_that_fails_after_changing_the_batch_leaves_nothing(tmp_path):
 
 
 def test_batches_commit_and_the_log_starts_again(tmp_path):
-    code = ("import os, sys; from lakebench.store import LmdbStore; from lakebench.store.terms import iri\n"
-            "s = LmdbStore(sys.argv[1], batch_writes=4)\n"
-            "S, P = iri('http://ex.org/s'), iri('http://ex.org/p')\n"
-            "for i in range(10): s.add([(S, P, iri(f'http://ex.org/o{i}'), S)])\n"
-            "os._exit(0)\n")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=True)
+    crash_with_logged_writes(tmp_path / "s", batch_writes=4)
     summary = check(tmp_path / "s").summary
     # two batches of 4 are committed; the last 2 writes are in the log alone,
     # which was written again from its start after each commit

@@ -34,6 +34,7 @@ class Environment:
     readonly: bool
     defer_filing: bool
     filing_lag: int
+    terms_removed: int
     open_txns: int
     def __init__(self, path: str | bytes, *, map_size: int = ..., durable: bool = ..., readonly: bool = ...,
                  max_readers: int = ..., writemap: bool = ..., defer_filing: bool = ...,

@@ -218,10 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check)
 
     compact = sub.add_parser(
-        "compact", help="rewrite an LMDB store with only the terms its quads use",
-        description="Rewrite the LMDB store in DIR keeping only what its quads use: a term, once "
-        "given an id, is kept forever, so a store whose literals are replaced again and again grows "
-        "with its updates, not its data. The live quads are copied into a new store (checked as "
+        "compact", help="rewrite an LMDB store without its free pages, its term ids numbered afresh",
+        description="Rewrite the LMDB store in DIR with only what its quads use. Unused terms are "
+        "removed at each commit, but LMDB never gives pages back to the file system (a store that "
+        "once held much more keeps its size) and term ids are never reused (31 bits for literals). "
+        "The live quads are copied into a new store (checked as "
         "'lakebench check' does, and counted), which then replaces data.mdb in one atomic rename; a "
         "crash leaves the old store or the new one. The store must not be served meanwhile (refused "
         "if a server has it open). Exit 0 when compacted, 1 when refused (nothing changed).")

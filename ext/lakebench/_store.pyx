@@ -41,9 +41,10 @@ from lakebench._errors cimport raise_rc
 from lakebench._upgrade cimport graphs_from_cspo
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
                                  delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
-                                 count_triples)
+                                 count_triples, release_id, release_free)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
                                  file_terms_step, sweep_free)
+from lakebench._termgc cimport drop_unused_terms, terms_generation
 
 import os
 
@@ -91,6 +92,11 @@ cdef class Environment:
     cdef readonly bint defer_filing
     cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
+    # meta's count of commits that removed terms, as this process last saw
+    # it: when another process's commit changed it, the cache is cleared
+    cdef uint64_t removals_seen
+    cdef bint removals_known
+    cdef readonly uint64_t terms_removed   # by this process's commits
 
     def __cinit__(self):
         self.env = NULL
@@ -372,6 +378,10 @@ cdef class Txn:
             mdb_env_set_mapsize(env.env, 0)
             with nogil:
                 rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
+        if rc == 0 and write:
+            rc = t._see_removals()
+            if rc:
+                mdb_txn_abort(t.core.txn)
         if rc:
             t.core.txn = NULL
             if write:
@@ -381,11 +391,28 @@ cdef class Txn:
         env.open_txns += 1
         return t
 
+    cdef int _see_removals(self) noexcept:
+        """Clear the process's tables of term ids if another process's commit
+        removed terms since this one last wrote (their ids may be gone)."""
+        cdef uint64_t seen
+        cdef Environment env = self.env
+        cdef int rc = terms_generation(self.core.txn, env.dbi, &seen)
+        if rc:
+            return rc
+        if env.removals_known and seen != env.removals_seen:
+            tt_clear(&env.cache)
+            env.unfiled.valid = False
+            env.sweep.valid = False
+        env.removals_seen = seen
+        env.removals_known = True
+        return 0
+
     def __dealloc__(self):
         if self.core.txn != NULL:
             self._end(False)
         tt_free(&self.core.seen)
         ht_free(&self.core.own)
+        release_free(&self.core)
 
     cdef int _live(self) except -1:
         if self.core.txn == NULL:
@@ -395,14 +422,18 @@ cdef class Txn:
     cdef int _end(self, bint commit) except? -1:
         """Commit or abort; release the writer lock; 0 or the commit's error code."""
         cdef int rc = 0
+        cdef size_t dropped = 0
         cdef MDB_txn* txn = self.core.txn
         if txn == NULL:
             return 0
-        if commit and self.core.defer:
+        if commit and self.write:
             with nogil:
-                rc = file_terms_step(&self.core, self.env.filing_lag)
+                rc = drop_unused_terms(&self.core, &dropped)
+                if rc == 0 and self.core.defer:
+                    rc = file_terms_step(&self.core, self.env.filing_lag)
             if rc:
                 commit = False   # a failed write: the transaction is aborted, rc raised
+        release_free(&self.core)
         core_close_cursors(&self.core)
         self.core.txn = NULL
         self.generation += 1
@@ -416,6 +447,12 @@ cdef class Txn:
                 tt_clear(&self.env.cache)   # it may hold ids that were never committed
                 self.env.unfiled.valid = False
                 self.env.sweep.valid = False
+            elif dropped:
+                self.env.removals_seen += 1   # this commit's own count (see _termgc)
+                self.env.terms_removed += dropped
+                if self.core.unfiled == NULL:   # another thread's: the shared tables did not see it
+                    self.env.unfiled.valid = False
+                    self.env.sweep.valid = False
         else:
             mdb_txn_abort(txn)
             if self.write:   # they may hold ids that were never committed
@@ -813,6 +850,8 @@ cdef class Txn:
             k.mv_data = kb
             k.mv_size = 4
             rc = mdb_del(self.core.txn, self.env.dbi[DB_GRAPHS], &k, NULL)
+            if rc == 0:
+                rc = release_id(&self.core, tid)
             if rc and rc != MDB_NOTFOUND:
                 self._fail(rc, "remove_graph")
         return removed

@@ -142,6 +142,7 @@ cdef void ht_free(HTable* t) noexcept nogil
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil
 cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil
 cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil
+cdef bint ht_del(HTable* t, uint64_t h, uint32_t id) noexcept nogil
 cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil
 
 cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:

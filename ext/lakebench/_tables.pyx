@@ -314,6 +314,36 @@ cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
     t.n += 1
     return 0
 
+cdef bint ht_del(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
+    """Take ``id`` (filed under ``h``) out of the table; whether it was there.
+    The entries after it in its probe run move back into the gap when their
+    home is not between the gap and them (backward-shift deletion: no
+    tombstones, so lookups never slow down)."""
+    cdef size_t mask, i, j, home
+    if t.nslots == 0:
+        return False
+    mask = t.nslots - 1
+    i = h & mask
+    while t.slots[i].id != id or t.slots[i].h != h:
+        if t.slots[i].id == 0:
+            return False
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if t.slots[j].id == 0:
+            break
+        home = t.slots[j].h & mask
+        # stays where it is when its home lies cyclically in (i, j]
+        if (i <= j and i < home and home <= j) or (i > j and (i < home or home <= j)):
+            continue
+        t.slots[i] = t.slots[j]
+        i = j
+    t.slots[i].id = 0
+    t.slots[i].h = 0
+    t.n -= 1
+    return True
+
 
 cdef void bloom_free(Bloom* b) noexcept nogil:
     free(b.words)

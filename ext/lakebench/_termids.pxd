@@ -13,3 +13,6 @@ cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil
 cdef int file_terms(TxnCore* c) noexcept nogil
 cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil
 cdef void sweep_free(SweepList* L) noexcept nogil
+cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
+cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
+cdef int read_sweep(TxnCore* c) noexcept nogil

@@ -475,6 +475,8 @@ cdef int file_sorted(TxnCore* c, HSlot* ents, size_t n) noexcept nogil:
     if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
         c.bloom.valid = False   # full: built again, larger, at its next use
     for i in range(n):
+        if ents[i].id == 0:
+            continue   # a term removed since the list was made (see _termgc)
         rc = put_hash(c, ents[i].h, ents[i].id)
         if rc == MDB_KEYEXIST:
             rc = 0   # filed already (a filing undone and done again, or damage check names)
@@ -646,7 +648,7 @@ cdef int resolve_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, bint cre
     i = -1
     if n <= CACHE_MAX_LITERAL or not is_literal_term(p):   # the cache holds no literal this long
         i = tt_find(c.cache, p, n, h)   # safe: we hold the writer lock
-    if i >= 0:
+    if i >= 0 and c.cache.ents[i].id != 0:   # 0: a removed term (see _termgc)
         out[0] = c.cache.ents[i].id
     else:
         rc = lookup_id(c, p, n, h, out)
@@ -752,19 +754,24 @@ cdef void merge_cache(TxnCore* c) noexcept nogil:
     cdef size_t i
     cdef const uint8_t* t
     cdef TEntry* e
+    cdef Py_ssize_t j
     if cache.n + s.n > CACHE_MAX_ENTRIES or cache.arena.n + s.arena.n > CACHE_MAX_BYTES:
         tt_clear(cache)
     for i in range(s.n):
         e = &s.ents[i]
+        if e.id == 0:
+            continue   # removed at this commit (see _termgc)
         t = tt_term(s, i)
         if is_literal_term(t):
             if e.len > CACHE_MAX_LITERAL:
                 continue
         elif t[0] != TERM_IRI:
             continue
-        if tt_find(cache, t, e.len, e.h) < 0:
-            if tt_add(cache, t, e.len, e.h, e.id, 0) < 0:
-                tt_clear(cache)
-                return
+        j = tt_find(cache, t, e.len, e.h)
+        if j >= 0:
+            cache.ents[j].id = e.id   # the same id, or a removed term's new one
+        elif tt_add(cache, t, e.len, e.h, e.id, 0) < 0:
+            tt_clear(cache)
+            return
 
 

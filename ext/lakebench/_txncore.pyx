@@ -165,7 +165,8 @@ cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
 
 cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
     """Delete id quads from the three indices (absent entries are skipped),
-    and from cs each (graph, subject) pair that no quad left holds."""
+    and from cs each (graph, subject) pair that no quad left holds; their
+    terms are noted for the commit's removal of unused terms."""
     cdef size_t i
     cdef int ix, rc
     cdef bint left
@@ -181,6 +182,9 @@ cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
             rc = mdb_del(c.txn, c.dbi[DB_SPOC + ix], &k, &v)
             if rc and rc != MDB_NOTFOUND:
                 return rc
+        if release_id(c, q.q[i].k) or release_id(c, q.q[i].a) or release_id(c, q.q[i].b) \
+                or release_id(c, q.q[i].c):
+            return E_NOMEM
     memset(&pairs, 0, sizeof(QBuf))
     rc = graph_pairs(q, &pairs)
     for i in range(pairs.n):

@@ -1,16 +1,16 @@
 """``lakebench compact``: the store rewritten with only what its quads use.
 
-A term, once given an id, keeps it forever (ids are never reused, which lets
-a process cache them, docs/store.rst), so a store whose literals are
-replaced again and again keeps every literal it ever held: under a steady
-PATCH load on a fixed set of resources ``data.mdb`` grows with the updates,
-not with the data.  Compacting copies the live quads into a new store beside
-the old one, which gives ids only to the terms they use and leaves LMDB's
-free pages behind, verifies the copy (:func:`lakebench.store.check`, and the
-same number of quads), and puts it in place of ``data.mdb`` with one atomic
-rename.  The old store is opened for writing throughout, so its write-ahead
-log is replayed first and no server can open it meanwhile (the log's lock);
-a crash at any point leaves the old store or the new one, whole.
+Unused terms are removed at each commit (``_termgc``), but LMDB never gives
+a file's pages back to the file system, so a store that once held much more
+keeps its size, and term ids are never reused (a process may keep an id
+while its term exists; literals' ids are 31-bit sequence numbers).
+Compacting copies the live quads into a new store beside the old one, which
+numbers the terms they use afresh and leaves LMDB's free pages behind,
+verifies the copy (:func:`lakebench.store.check`, and the same number of
+quads), and puts it in place of ``data.mdb`` with one atomic rename.  The
+old store is opened for writing throughout, so its write-ahead log is
+replayed first and no server can open it meanwhile (the log's lock); a
+crash at any point leaves the old store or the new one, whole.
 """
 from __future__ import annotations
 

@@ -116,6 +116,7 @@ cdef extern from "lmdb.h" nogil:
     int mdb_reader_check(MDB_env *env, int *dead)
 
     int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **txn)
+    size_t mdb_txn_id(MDB_txn *txn)
     int mdb_txn_commit(MDB_txn *txn)
     void mdb_txn_abort(MDB_txn *txn)
 

@@ -7,8 +7,8 @@ under ids with the literal bit, ``i2t`` the other ids), and filed under its own 
 entry), every hash entry
 names a term with that hash, no term is stored twice, every quad of ``spoc`` is in
 the two other indices (which hold as many entries), ``cs`` holds exactly
-the (graph, subject) pairs of the quads, and every id in a quad names a
-term.  It reads the raw entries itself rather than through the
+the (graph, subject) pairs of the quads, and every id in a quad or a
+declared graph names a term.  It reads the raw entries itself rather than through the
 transaction's scan, since a wrong-sized entry is a problem to report here,
 not an error that stops the walk.
 
@@ -25,7 +25,7 @@ from libc.stdlib cimport calloc, free
 from liblmdb cimport *
 from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
 from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
-                               DB_SPOC, DB_CS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
+                               DB_SPOC, DB_CS, DB_GRAPHS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
                                pack_pair,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
                                valid_term, get_term, get_stored, read_term, stored_equals, is_compact, TermBuf,
@@ -84,6 +84,7 @@ cdef enum:
     K_SEQ_TWICE
     K_MISSING_PAIR   # a quad's (graph, subject) not in cs
     K_STALE_PAIR     # a pair of cs that no quad holds
+    K_UNKNOWN_GRAPH  # a declared graph (graphs) whose id names no term
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -103,10 +104,11 @@ cdef enum:
     W_SPOC
     W_CS
     W_I2L
+    W_GRAPHS
 
 cdef str _problem_text(Problem* p):
     names = ("spoc", "posc", "ospc")
-    walked = ("i2t", "t2i", "spoc", "cs", "i2l")  # by W_*
+    walked = ("i2t", "t2i", "spoc", "cs", "i2l", "graphs")  # by W_*
     quad = f"(s={p.a}, p={p.b}, o={p.c}, c={p.d})"
     if p.code == K_BAD_TERM:
         return f"term {p.a}: invalid encoding"
@@ -146,6 +148,8 @@ cdef str _problem_text(Problem* p):
         return f"terms {p.a} (i2t) and {p.b} (i2l) share the sequence number {p.a}"
     if p.code == K_MISSING_PAIR:
         return f"quad {quad} is in spoc but cs does not list its subject under its graph"
+    if p.code == K_UNKNOWN_GRAPH:
+        return f"graphs declares graph {p.a}, an id that names no term"
     if p.code == K_STALE_PAIR:
         return f"cs lists subject {p.a} under graph {p.b}, which holds no quad of it"
     if p.code == K_WALK_LOOPS:
@@ -458,6 +462,25 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
                 break
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
     mdb_cursor_close(c2)
+    mdb_cursor_close(cur)
+    if rc != MDB_NOTFOUND:
+        return rc
+    # 5. graphs: every declared graph is a stored term
+    rc = mdb_cursor_open(txn, dbi[DB_GRAPHS], &cur)
+    if rc:
+        return rc
+    mdb_stat(txn, dbi[DB_GRAPHS], &stat)
+    walked = 0
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+    while rc == 0:
+        if walked == stat.ms_entries:
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_GRAPHS)
+            rc = MDB_NOTFOUND
+            break
+        walked += 1
+        if k.mv_size != ID_SIZE or not has_id(ck, get_be32(<uint8_t*>k.mv_data)):
+            problem(ck, K_UNKNOWN_GRAPH, get_be32(<uint8_t*>k.mv_data) if k.mv_size == ID_SIZE else 0, 0, 0, 0, 0)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
     mdb_cursor_close(cur)
     return 0 if rc == MDB_NOTFOUND else rc
 

@@ -97,6 +97,7 @@ cdef class Environment:
     cdef uint64_t removals_seen
     cdef bint removals_known
     cdef readonly uint64_t terms_removed   # by this process's commits
+    cdef uint64_t removal_txnid   # the LMDB txn id of this process's last commit that removed terms
 
     def __cinit__(self):
         self.env = NULL
@@ -378,6 +379,9 @@ cdef class Txn:
             mdb_env_set_mapsize(env.env, 0)
             with nogil:
                 rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
+        if rc == 0:
+            t.core.snapshot = mdb_txn_id(t.core.txn)
+            t.core.removals = &env.removal_txnid
         if rc == 0 and write:
             rc = t._see_removals()
             if rc:
@@ -450,9 +454,13 @@ cdef class Txn:
             elif dropped:
                 self.env.removals_seen += 1   # this commit's own count (see _termgc)
                 self.env.terms_removed += dropped
-                if self.core.unfiled == NULL:   # another thread's: the shared tables did not see it
-                    self.env.unfiled.valid = False
-                    self.env.sweep.valid = False
+                self.env.removal_txnid = self.core.snapshot
+            if rc == 0 and self.write and self.env.defer_filing and self.core.unfiled == NULL:
+                # another thread's write: the filing thread's tables did not see
+                # what it filed or removed (the Bloom filter would miss its filed ids)
+                self.env.unfiled.valid = False
+                self.env.sweep.valid = False
+                self.env.bloom.valid = False
         else:
             mdb_txn_abort(txn)
             if self.write:   # they may hold ids that were never committed

@@ -2,9 +2,10 @@
 """Removing the terms no quad uses any more, at a write's commit.
 
 A deleted quad notes its four ids in its transaction (``release_id``).
-Before the commit, each noted id that no index names any more (a literal
-can only be an object: one look in ospc; another term is looked for in
-ospc, spoc, posc, cs and the declared graphs) is removed: from ``i2t`` or
+Before the commit, each noted id that no index names any more (looked for
+in ospc first, where most terms are named, then in spoc, posc, cs and the
+declared graphs: the store takes a literal as a subject or a graph too) is
+removed: from ``i2t`` or
 ``i2l``, from ``t2i`` when it is filed there, from the writer's table of
 unfiled ids and its sweep's list, and from the process's cache.  So a store
 whose resources are rewritten keeps the terms it uses, not every term it
@@ -15,7 +16,9 @@ from it), and every other number stays taken.
 
 Other processes' writers cache terms' ids; a commit that removed terms
 bumps ``meta``'s ``terms_removed`` count, and a write transaction that sees
-it changed clears its process's cache first (_store).
+it changed clears its process's cache first (_store).  A read transaction
+whose snapshot is older than the last commit that removed terms here no
+longer uses the writer's table, which has forgotten them (_termids).
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
@@ -54,7 +57,7 @@ cdef int in_use(TxnCore* c, uint32_t tid, bint* used) noexcept nogil:
     cdef int dbs[4]
     cdef int i
     cdef int rc = named_in(c, DB_OSPC, tid, used)
-    if rc or used[0] or tid & ID_LITERAL:
+    if rc or used[0]:   # an object, most often; a literal may be any part of a quad all the same
         return rc
     dbs[0] = DB_SPOC
     dbs[1] = DB_POSC

@@ -177,13 +177,19 @@ cdef int hash_range(TxnCore* c, HTable* t, uint32_t after, uint32_t upto) noexce
 cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcept nogil:
     """The table holding every id in (w, m], brought up to date from i2t and i2l.
 
-    Its entries are facts that never change (an id, once committed, names
-    one term forever), so a table built by one transaction serves the next
-    ones too; an id of this transaction's that was never committed only
-    makes a candidate that the comparison with the stored term turns down.
+    Its entries are facts that change only when a term is removed (an id
+    names one term for as long as the term exists, and the removal takes it
+    out of the table, _termgc), so a table built by one transaction serves
+    the next ones too; an id of this transaction's that was never committed
+    only makes a candidate that the comparison with the stored term turns
+    down.  A snapshot older than the last removal builds its own.
     """
-    cdef HTable* t = c.unfiled if c.unfiled != NULL else &c.own
+    cdef HTable* t = c.unfiled
     cdef int rc
+    if t == NULL or (c.removals != NULL and c.snapshot < c.removals[0]):
+        # a commit after this snapshot removed terms, which the writer's table
+        # forgot and this snapshot still holds (nor may it fill that table)
+        t = &c.own
     if not t.valid or t.lo > w:
         ht_reset(t, w)
     if t.hi < m:

@@ -44,6 +44,11 @@ cdef struct TxnCore:
     uint32_t* released
     size_t nreleased
     size_t released_cap
+    # The snapshot this transaction reads (its LMDB txn id), and the id of
+    # the last commit of the process that removed terms (the environment's;
+    # NULL: none kept): an older snapshot may not use the writer's table.
+    uint64_t snapshot
+    const uint64_t* removals
 
 cdef enum:
     FILED_ALL = 0xFFFFFFFFU

@@ -137,3 +137,77 @@ def test_another_process_removing_a_cached_term_is_seen(tmp_path):
         store.add([(_subject(3), P, kept, G)])   # must not take the removed id from the cache
         assert store.count(s=_subject(3), o=kept) == 1
     _clean(path)
+
+
+def test_a_literal_named_as_a_subject_or_a_graph_stays(tmp_path):
+    """The store takes a literal in any position (rdflib does); it is in use wherever it is named."""
+    path = tmp_path / "s"
+    lit = literal("a literal as a subject")
+    lit_graph = literal("a literal as a graph")
+    with LmdbStore(path, log=False) as store:
+        store.add([(lit, P, literal("x"), G), (_subject(1), P, lit, G), (_subject(1), Q, lit_graph, G)])
+        with store.env.begin(write=True) as txn:
+            txn.add_graph(lit_graph)
+            txn.add_graph(iri("http://ex.org/last"))   # the highest id is never removed
+        store.remove(s=_subject(1))    # neither literal is an object any more
+    with LmdbStore(path) as store:
+        assert store.count(s=lit) == 1
+        assert lit_graph in store.env.begin().contexts()
+    _clean(path)
+
+
+def test_a_reader_older_than_a_removal_keeps_its_snapshot(tmp_path):
+    """A read transaction that began before the commit that removed a term
+    still finds it (its snapshot holds it), and finding it fills none of the
+    writer's tables with the removed id (a later filing would put it in t2i)."""
+    path = tmp_path / "s"
+    one = literal("one")
+    with LmdbStore(path, batch_writes=1, filing_lag=4) as store:
+        store.add([(_subject(1), P, one, G), (_subject(2), P, literal("two"), G)])
+        reader = store.read()
+        store.remove(s=_subject(1))
+
+        def failing(txn):
+            txn.add([(_subject(3), P, literal("three"), G)])
+            raise RuntimeError("the operation failed")
+
+        with pytest.raises(RuntimeError):
+            store.write(failing)        # the batch is rebuilt: the writer's table dropped
+        assert reader.term_id(one) != 0
+        assert reader.count(o=one) == 1 and reader.count(s=_subject(1)) == 1
+        reader.abort()
+        for i in range(6):              # enough new ids for a sweep to file the writer's table
+            store.add([(_subject(10 + i), P, literal(f"n{i}"), G)])
+        with store.read() as txn:
+            assert txn.term_id(one) == 0
+    _clean(path)
+
+
+def test_writes_from_another_thread_leave_the_filing_threads_tables_right(tmp_path):
+    """A deferring environment written from its own thread and from another:
+    every live term stays found, none gets a second id."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lakebench._store import Environment
+
+    path = tmp_path / "s"
+    path.mkdir()
+    env = Environment(str(path), defer_filing=True, filing_lag=16, durable=False)
+    live: list[bytes] = []
+
+    def step(first: int) -> None:
+        with env.begin(write=True) as txn:
+            for n in range(first, first + 7):
+                live.append(literal(f"{n} " + "y" * 60))
+                txn.add([(_subject(n), P, live[-1], G)])
+        with env.begin(write=True) as txn:
+            assert all(txn.term_id(term) for term in live)
+
+    with ThreadPoolExecutor(1) as other:
+        for rnd in range(120):
+            if rnd % 3 == 0:
+                other.submit(step, rnd * 7).result()
+            else:
+                step(rnd * 7)
+    env.close()
+    assert _clean(path)["terms"] == 2 * len(live) + 2   # each literal and its subject, P and G

@@ -211,3 +211,16 @@ def test_writes_from_another_thread_leave_the_filing_threads_tables_right(tmp_pa
                 step(rnd * 7)
     env.close()
     assert _clean(path)["terms"] == 2 * len(live) + 2   # each literal and its subject, P and G
+
+
+def test_check_names_a_declared_graph_without_a_term(tmp_path):
+    """The checker's side of graph declarations: written with py-lmdb, not the core."""
+    path = tmp_path / "s"
+    with LmdbStore(path, log=False) as store:
+        store.add([(_subject(1), P, literal("a"), G)])
+    assert check(path) == []
+    env = lmdb.open(str(path), max_dbs=16, subdir=True)
+    with env.begin(write=True) as txn:
+        txn.put((12345).to_bytes(4, "big"), b"", db=env.open_db(b"graphs", txn=txn))
+    env.close()
+    assert check(path) == ["graphs declares graph 12345, an id that names no term"]

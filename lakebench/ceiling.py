@@ -88,6 +88,8 @@ def client_ceiling(seconds: float = 5.0, user: str = "fast", method: str = "GET"
     from locust import FastHttpUser, HttpUser, constant, task
     from locust.env import Environment
 
+    from lakebench.results import stats
+
     base = {"fast": FastHttpUser, "http": HttpUser}[user]
     body = b"x" * body_bytes if body_bytes else None
 
@@ -129,7 +131,7 @@ def client_ceiling(seconds: float = 5.0, user: str = "fast", method: str = "GET"
         "seconds": round(elapsed, 3),
         "requests": n,
         "failures": total.num_failures,
-        "requests_per_second": round(n / elapsed, 1),
+        "requests_per_second": stats.rate(n, elapsed, 1),
         "mean_ms": round(total.avg_response_time, 3),
         "client_cpu_seconds": round(cpu, 3),
         "client_cpu_us_per_request": round(cpu / n * 1e6, 1) if n else None,

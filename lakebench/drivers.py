@@ -9,7 +9,8 @@
 Both give a workload the same calls (``ingest``, ``read_parent``) and fill
 one :class:`~lakebench.workloads.base.Outcome`.  Statistics are never
 computed here: the runner turns the raw times into figures with
-:mod:`lakebench.results`.
+:mod:`lakebench.results.stats`, which makes the two made here too (the
+parent's steady time, a Locust ingest's throughput).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any, Callable
 
 from lakebench.monitor import directory_bytes, tree_rss_bytes
 from lakebench.prefetch import ChildFeed
+from lakebench.results import stats
 from lakebench.systems.base import HttpSystem, Retrieval
 from lakebench.workload import Workload
 from lakebench.workloads.base import NotApplicable, Outcome, count_containment
@@ -49,9 +51,7 @@ def drop_page_cache() -> bool:
 def parent_times(times: list[float]) -> dict:
     """Steady (median of the retrievals after the first: the first, right after
     the writes, is often much slower) and first retrieval seconds."""
-    from lakebench.results import percentile
-
-    return {"seconds": round(percentile(sorted(times[1:] or times), 50), 6),
+    return {"seconds": round(stats.steady_seconds(times), 6),
             "first_seconds": round(times[0], 6)}
 
 
@@ -287,7 +287,7 @@ class LocustDriver:
             "requests": len(records),
             "failures": len(failed),
             "failure_kinds": dict(kinds),
-            "throughput_per_s": round(len(records) / wall, 3) if wall > 0 else None,
+            "throughput_per_s": stats.rate(len(records), wall, 3),
             "over_time": over_time(records),
         }
         self.events.send("progress", children=len(records) - len(failed))

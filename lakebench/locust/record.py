@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from lakebench.locust.ldp_requests import GET_NAMES
-from lakebench.results import percentile
+from lakebench.results import stats
 
 log = logging.getLogger("lakebench.locust")
 
@@ -29,9 +29,9 @@ def summarize(records: list[dict]) -> dict:
            "generate_seconds": round(sum(r.get("generate_seconds", 0.0) for r in records), 6)}
     if records:
         out["ingest_seconds"] = round(max(r["end"] for r in records) - min(r["start"] for r in records), 6)
-        out["mean_seconds"] = sum(lat) / len(lat)
-        out["p50_seconds"] = percentile(lat, 50)
-        out["p95_seconds"] = percentile(lat, 95)
+        out["mean_seconds"] = stats.sum_mean(lat)
+        out["p50_seconds"] = stats.percentile(lat, 50)
+        out["p95_seconds"] = stats.percentile(lat, 95)
         out["max_seconds"] = lat[-1]
     return out
 
@@ -57,8 +57,7 @@ def over_time(records: list[dict], step: float = 1.0) -> list[dict]:
         done = steps.get(n, [])
         seconds = sorted(r["seconds"] for r in done)
         rows.append({"t": round(n * step, 3), "requests": len(done), "failures": sum(not r["ok"] for r in done),
-                     "p50_ms": round(percentile(seconds, 50) * 1000, 3) if seconds else None,
-                     "p95_ms": round(percentile(seconds, 95) * 1000, 3) if seconds else None})
+                     "p50_ms": stats.percentile_ms(seconds, 50, 3), "p95_ms": stats.percentile_ms(seconds, 95, 3)})
     return rows
 
 

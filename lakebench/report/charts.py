@@ -36,7 +36,8 @@ from lakebench.report import fmt
 from lakebench.report.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, RC, add_titles, bar_style,
                                           outside_legend, system_handle, system_style, tip, tips_of)
 from lakebench.report.data import ReportData, number, std_of
-from lakebench.results import get_path, percentile
+from lakebench.results import get_path, stats
+from lakebench.results.stats import log_moving_stats, moving_stats
 
 FORMATS = ("svg", "png")
 
@@ -118,55 +119,6 @@ PHASE_COLORS = {
     "tail": "#d9f0d3",
     "close": "#e7d4e8",
 }
-
-
-def moving_stats(runs: list[list[float]], window: int, points: int = 400):
-    """Moving median and 95th percentile over ``window`` children, all runs pooled.
-
-    Returns (centres, medians, p95s), at most ``points`` of each.
-    """
-    import numpy as np
-
-    n = max(len(r) for r in runs)
-    values = np.full((len(runs), n), np.nan)
-    for i, r in enumerate(runs):
-        values[i, : len(r)] = r
-    half = window // 2
-    step = max(1, n // points)
-    centres = np.arange(0, n, step)
-    if centres[-1] != n - 1:
-        centres = np.append(centres, n - 1)
-    med, p95 = [], []
-    for c in centres:
-        block = values[:, max(0, c - half): min(n, c + half + 1)]
-        block = sorted(block[~np.isnan(block)].tolist())
-        med.append(percentile(block, 50))
-        p95.append(percentile(block, 95))
-    return centres, np.array(med), np.array(p95)
-
-
-def log_moving_stats(runs: list[list[float]], points: int = 150, spread: float = 0.1, least: int = 5):
-    """Moving median and 95th percentile at child numbers 1..n spaced evenly on a log axis.
-
-    Around child ``c`` the window holds children ``c ± spread*c`` (at least
-    ``± least``) of every run, pooled: the same width wherever it is on a log
-    axis, so the first hundred children are as readable as the last
-    hundred thousand.  Returns (child numbers, medians, p95s), in the runs' unit.
-    """
-    import math
-
-    import numpy as np
-
-    n = max(len(r) for r in runs)
-    top = math.log10(n) if n > 1 else 0.0
-    centres = sorted({max(1, round(10 ** (top * i / max(1, points - 1)))) for i in range(points)})
-    med, p95 = [], []
-    for c in centres:
-        half = max(least, round(c * spread))
-        block = sorted(v for r in runs for v in r[max(0, c - 1 - half): c + half])
-        med.append(percentile(block, 50))
-        p95.append(percentile(block, 95))
-    return np.array(centres), np.array(med), np.array(p95)
 
 
 def phase_spans(samples: list[dict]) -> list[tuple[str, float, float]]:
@@ -259,7 +211,7 @@ def latency(data: ReportData):
             [f"{fmt.ratio(typical[2])} median"] if typical else [])
         note = f": {' / '.join(notes)}" if notes else ""
         line, = ax.plot(centres, med * 1000, color=st["color"], ls=st["ls"], lw=2.2, zorder=3)
-        tip(line, f"{data.label(e)}: moving median, {fmt.millis(float(np.median(med)) * 1000)} typical{note}")
+        tip(line, f"{data.label(e)}: moving median, {fmt.millis(stats.median(med.tolist()) * 1000)} typical{note}")
         faint, = ax.plot(centres, p95 * 1000, color=st["color"], ls=st["ls"], lw=1, alpha=0.6, zorder=3)
         tip(faint, f"{data.label(e)}: moving 95th percentile")
         handles.append(system_handle(data, e, marker=None, label=f"{data.label(e)}{note}"))

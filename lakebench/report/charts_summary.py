@@ -8,17 +8,16 @@ from lakebench.report import fmt
 from lakebench.report.chart_style import DASH_KEY, FIG_WIDTH, system_style, tip
 from lakebench.report.charts import _log_scale, chart, new_figure
 from lakebench.report.data import ReportData, number
-from lakebench.results import get_path, percentile
+from lakebench.results import get_path, stats
 
 
 def spread(data: ReportData, entry: dict) -> dict | None:
     """The primary operation's time of ``entry`` in ms: ``p50`` and ``p95`` at least, ``p5``, ``p25``,
     ``p75`` and ``p99`` when known; ``n`` operations.  From the per-operation latencies when the results
     hold them, else from the entry's ``operations`` (primary kind) or ``per_resource_ms``."""
-    runs = data.latency_runs(entry)
-    values = sorted(v * 1000 for r in runs for v in r)
-    if values:
-        return {f"p{q}": percentile(values, q) for q in (5, 25, 50, 75, 95, 99)} | {"n": len(values)}
+    pooled = stats.pooled_percentiles_ms(data.latency_runs(entry), (5, 25, 50, 75, 95, 99))
+    if pooled:
+        return pooled
     primary = get_path(entry, "workload.primary")
     op = (entry.get("operations") or {}).get(primary) if primary else None
     if op and number(op.get("p50_ms")) is not None:

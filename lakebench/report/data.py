@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakebench import results
-from lakebench.results import get_path
+from lakebench.results import get_path, stats
 
 #: Colours of the systems, in the order they first appear (matplotlib's tab10).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -117,16 +116,7 @@ class ReportData:
         The results' ``growth`` compares means, which a few long pauses can
         move; the medians show the typical child.  All runs are pooled.
         """
-        first: list[float] = []
-        last: list[float] = []
-        for series in self.latency_runs(entry):
-            tenth = max(1, len(series) // 10)
-            first += series[:tenth]
-            last += series[-tenth:]
-        if not first or not last:
-            return None
-        a, b = statistics.median(first) * 1000, statistics.median(last) * 1000
-        return a, b, (b / a if a else math.nan)
+        return stats.median_growth(self.latency_runs(entry))
 
     def sample_runs(self, entry: dict) -> list[list[dict]]:
         """The monitor's series of each run (possibly empty lists)."""

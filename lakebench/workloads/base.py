@@ -65,7 +65,7 @@ class Outcome:
     ``times`` maps an operation kind (``"create"``, ``"get parent"``,
     ``"put binary"``, ...) to the seconds of each operation of that kind, in
     the order they ran; every figure of a run is computed from them by
-    :func:`lakebench.results.operations_summary`.
+    :func:`lakebench.results.stats.operations_summary`.
     """
 
     times: dict[str, list[float]] = field(default_factory=dict)

@@ -23,6 +23,7 @@ import hashlib
 import random
 
 from lakebench.argtypes import ByteSize, size_text
+from lakebench.results import stats
 from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
 
 #: The largest ``--binary-size``: one binary is held in memory while it is sent.
@@ -66,7 +67,7 @@ def mb_per_s(size: int, seconds: float) -> float | None:
     >>> mb_per_s(2_000_000, 0.5), mb_per_s(10, 0.0)
     (4.0, None)
     """
-    return round(size / seconds / MB, 3) if seconds > 0 else None
+    return stats.rate(size, seconds, 3, unit=MB)
 
 
 class Binaries(Scenario):

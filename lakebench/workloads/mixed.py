@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 
 from lakebench.argtypes import Bounded
+from lakebench.results import stats
 from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
 
 #: Patched children read back after the run, at most.
@@ -118,7 +119,7 @@ class Mixed(Scenario):
                 "users": state.users,
                 "duration_seconds": round(state.wall_seconds, 6),
                 "operations": total,
-                "throughput_per_s": round(total / state.wall_seconds, 2) if state.wall_seconds > 0 else None,
+                "throughput_per_s": stats.rate(total, state.wall_seconds, 2),
                 "per_task": {name: len(state.times.get(kind, ())) + state.errors.get(kind, 0)
                              for name, kind in TASKS.items()},
             },

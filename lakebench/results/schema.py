@@ -1,29 +1,14 @@
-"""The results schema: per-run records, their aggregation, files, summary table.
+"""The layout of results.json (checked whenever it is read), and how to read an entry: a field by its path, its case.
 
-Both the printed table and the report read what this module writes; the
-report never re-measures.  docs/results.rst documents the schema for
-readers; :data:`FIELDS` is the same layout for the machine, and
-:func:`load` checks every document it reads against it.
-
-A results directory holds:
-
-* ``results.json``: environment, workload, and one entry per system
-  (means over repeated runs, their standard deviations, each run's record,
-  and the monitor's series);
-* ``latencies.csv``: ``system,children,literal_length,run,index,seconds``
-  for every child created.
+docs/results.rst documents the schema for readers; :data:`FIELDS` is the
+same layout for the machine, and :func:`validate` checks a document against it.
 """
 from __future__ import annotations
 
-import copy
-import csv
 import json
 import math
-import statistics
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable, Sequence
 
 SCHEMA_VERSION = 1
 
@@ -254,7 +239,7 @@ def validate(document) -> None:
     >>> validate({"schema": 1, "systems": [{"name": "a", "status": "ok", "children": "12"}]})
     Traceback (most recent call last):
     ...
-    lakebench.results.ResultsError: systems[0].children: expected an integer, got "12"
+    lakebench.results.schema.ResultsError: systems[0].children: expected an integer, got "12"
 
     A system's name and the reference are names, on one line: a newline in
     one could start a line of markup in the report written from the file.
@@ -262,7 +247,7 @@ def validate(document) -> None:
     >>> validate({"schema": 1, "systems": [{"name": "a\\n.. raw:: html", "status": "failed"}]})
     Traceback (most recent call last):
     ...
-    lakebench.results.ResultsError: systems[0].name: control characters are not allowed
+    lakebench.results.schema.ResultsError: systems[0].name: control characters are not allowed
     """
     if not isinstance(document, dict):
         raise ResultsError(f"expected an object at the top, got {_shown(document)}")
@@ -340,79 +325,6 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile of already sorted values.
-
-    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
-    2.5
-    """
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def latency_summary(seconds: Sequence[float]) -> dict:
-    """mean / p50 / p95 / max in milliseconds, and growth first vs last 10%.
-
-    >>> s = latency_summary([0.001] * 10 + [0.002] * 10)
-    >>> s["per_resource_ms"]["mean"], s["growth"]["ratio"]
-    (1.5, 2.0)
-    """
-    ordered = sorted(seconds)
-    tenth = max(1, len(seconds) // 10)
-    first = statistics.fmean(seconds[:tenth]) * 1000 if seconds else math.nan
-    last = statistics.fmean(seconds[-tenth:]) * 1000 if seconds else math.nan
-    return {
-        "per_resource_ms": {
-            "mean": _round(statistics.fmean(seconds) * 1000) if seconds else None,
-            "p50": _round(percentile(ordered, 50) * 1000),
-            "p95": _round(percentile(ordered, 95) * 1000),
-            "max": _round(ordered[-1] * 1000) if ordered else None,
-        },
-        "growth": {
-            "first_10pct_ms": _round(first),
-            "last_10pct_ms": _round(last),
-            "ratio": _round(last / first) if first else None,
-        },
-    }
-
-
-def operations_summary(times: dict[str, Sequence[float]], errors: dict[str, int] | None = None) -> dict:
-    """Per operation kind: count, refused operations, total seconds, mean / p50 / p95 / p99 / max in
-    milliseconds, and operations per second of the time spent in them.
-
-    >>> s = operations_summary({"get": [0.001, 0.003]}, {"get": 1})["get"]
-    >>> s["count"], s["errors"], s["mean_ms"], s["p50_ms"], s["per_second"]
-    (2, 1, 2.0, 2.0, 500.0)
-    """
-    errors = errors or {}
-    summary = {}
-    for kind in dict.fromkeys([*times, *errors]):
-        seconds = list(times.get(kind, ()))
-        ordered = sorted(seconds)
-        total = math.fsum(seconds)
-        summary[kind] = {
-            "count": len(seconds),
-            "errors": errors.get(kind, 0),
-            "seconds": round(total, 6),
-            "mean_ms": _round(total / len(seconds) * 1000) if seconds else None,
-            "p50_ms": _round(percentile(ordered, 50) * 1000),
-            "p95_ms": _round(percentile(ordered, 95) * 1000),
-            "p99_ms": _round(percentile(ordered, 99) * 1000),
-            "max_ms": _round(ordered[-1] * 1000) if ordered else None,
-            "per_second": _round(len(seconds) / total, 2) if total > 0 else None,
-        }
-    return summary
-
-
-def _round(value: float | None, digits: int = 4) -> float | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return round(value, digits)
-
 
 def get_path(record: dict, path: str):
     """``get_path(r, "parent.seconds")`` -> r["parent"]["seconds"] or None."""
@@ -422,245 +334,6 @@ def get_path(record: dict, path: str):
         record = record[key]
     return record
 
-
-def _numeric_paths(record: dict, prefix: str = "") -> Iterable[str]:
-    for key, value in record.items():
-        if key in ("samples", "error"):
-            continue
-        path = f"{prefix}{key}"
-        if isinstance(value, dict):
-            yield from _numeric_paths(value, path + ".")
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            yield path
-
-
-def _set_path(record: dict, path: str, value) -> None:
-    *parents, last = path.split(".")
-    for key in parents:
-        record = record.setdefault(key, {})
-    record[last] = value
-
-
-def aggregate(name: str, runs: list[dict]) -> dict:
-    """One system entry from its runs: means of the successful runs, their std.
-
-    Numbers that are the same in every run (children, triples) stay exact;
-    the others become the mean, and ``std`` holds the sample standard
-    deviation where there are at least two successful runs.
-    """
-    ok = [r for r in runs if r["status"] == "ok"]
-    failed = [r for r in runs if r["status"] != "ok"]
-    entry: dict = {
-        "name": name,
-        "status": "ok" if ok and not failed else "failed",
-        "error": failed[0]["error"] if failed else None,
-        "log": failed[0].get("log") if failed else None,  # OUT/logs/...: the failure in full
-        "durability": runs[0].get("durability"),
-        "transport": runs[0].get("transport"),
-        "repeat": len(runs),
-        "successful_runs": len(ok),
-    }
-    if ok:
-        # A deep copy: the means replace figures nested in it, which must stay the first run's own.
-        base = copy.deepcopy({k: v for k, v in ok[0].items() if k not in ("samples", "system", "run", "status",
-                                                                          "error")})
-        std: dict = {}
-        for path in _numeric_paths(base):
-            values = [get_path(r, path) for r in ok]
-            values = [v for v in values if v is not None]
-            if not values:
-                continue
-            if all(v == values[0] for v in values):
-                continue  # identical in every run (counts): keep it exact
-            if all(isinstance(v, int) for v in values):
-                # A count that differs between runs (operations done in a duration, a budget's
-                # children): the fewest any run reached stays a count; its spread goes to std.
-                _set_path(base, path, min(values))
-            else:
-                _set_path(base, path, _round(statistics.fmean(values), 6))
-            if len(values) > 1:
-                std[path] = _round(statistics.stdev(values), 6)
-        entry.update(base)
-        reached = [r["children"] for r in ok if isinstance(r.get("children"), int)]
-        if reached and len(set(reached)) > 1:
-            # Runs stopped by the budget at different sizes: the entry holds
-            # the size every run reached (its mean and std stay in std).
-            entry["children"] = min(reached)
-        if any(r.get("budget_exhausted") for r in ok):
-            entry["budget_exhausted"] = True
-        if any(r.get("checkpoints") for r in ok):
-            entry["checkpoints"] = _mean_checkpoints(ok)
-        if std:
-            entry["std"] = std
-    entry["runs"] = [{k: v for k, v in r.items() if k != "samples"} for r in runs]
-    entry["samples"] = [r.get("samples", []) for r in runs]
-    return entry
-
-
-def _mean_checkpoints(runs: list[dict]) -> list[dict]:
-    """Checkpoints of every run, at the sizes all runs reached: the mean of each figure."""
-    by_size: dict[int, list[dict]] = {}
-    for run in runs:
-        for point in run.get("checkpoints") or []:
-            by_size.setdefault(point["children"], []).append(point)
-    merged = []
-    for size in sorted(by_size):
-        points = by_size[size]
-        if len(points) != len(runs):
-            continue  # a run stopped by the budget before this size
-        point: dict = {"children": size}
-        for key in points[0]:
-            values = [p.get(key) for p in points]
-            if key == "children" or all(v == values[0] for v in values):
-                point[key] = values[0]  # counts equal in every run stay exact
-            elif any(v is None for v in values):
-                point[key] = None  # unknown in some run: no mean
-            else:
-                point[key] = _round(statistics.fmean(values), 6)
-        merged.append(point)
-    return merged
-
-
-def skipped_entry(name: str, children: int, literal_length: int, reason: str, like: dict) -> dict:
-    """The entry of a case not run because the budget ran out at a smaller size (see ``runner.budget_skip``).
-
-    ``like`` is a run record of the same system, for its durability and transport.
-    """
-    return {
-        "name": name,
-        "status": "skipped",
-        "error": None,
-        "skip_reason": reason,
-        "durability": like.get("durability"),
-        "transport": like.get("transport"),
-        "repeat": 0,
-        "successful_runs": 0,
-        "children_requested": children,
-        "literal_length": literal_length,
-        "runs": [],
-        "samples": [],
-    }
-
-
-def compare_with_reference(systems: list[dict], reference: str | None) -> None:
-    """Add ``vs_reference`` (percent of the reference's value) to each entry."""
-    ref = next((s for s in systems if s["name"] == reference and s["status"] == "ok"), None)
-    for entry in systems:
-        entry["vs_reference"] = {}
-        if ref is None or entry["status"] != "ok":
-            continue
-        for path in COMPARED:
-            mine, theirs = get_path(entry, path), get_path(ref, path)
-            if mine is not None and theirs:
-                entry["vs_reference"][path] = round(100.0 * mine / theirs, 2)
-
-
-def write(out: Path, document: dict, latencies: dict[tuple[str, int, int, str, int], Sequence[float]]) -> None:
-    """Write ``results.json`` and ``latencies.csv`` into ``out``.
-
-    ``latencies`` maps (system, children, literal_length, variant, run) to
-    the seconds of each operation of the workload's primary kind (for
-    ``flat``, each child), in the order they ran.
-    """
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(out / "results.json")
-    with open(out / "latencies.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(LATENCY_COLUMNS)
-        for (system, children, literal_length, variant, run), values in latencies.items():
-            for index, seconds in enumerate(values):
-                writer.writerow([system, children, literal_length, variant, run, index, f"{seconds:.7f}"])
-
-
-def load(out: Path) -> dict:
-    """Read ``results.json`` of a results directory, checked against :data:`FIELDS`.
-
-    Raises :class:`ResultsError`, whose message is one line naming the file
-    and what is wrong in it, for anything but a document lakebench could
-    have written.
-    """
-    out = Path(out)
-    path = out / "results.json"
-    if out.exists() and not out.is_dir():
-        raise ResultsError(f"{out} is not a directory: give the results directory that holds results.json")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"no results.json in {out}") from None
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise ResultsError(f"{path} is empty")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ResultsError(f"{path} is not valid JSON: nested too deeply") from None
-    try:
-        validate(document)
-    except ResultsError as exc:
-        raise ResultsError(f"{path}: {exc}") from None
-    return document
-
-
-def load_latencies(out: Path) -> dict[tuple[str, int, int, str, int], list[float]]:
-    """Read ``latencies.csv``: (system, children, literal_length, variant, run) -> seconds per operation, in order.
-
-    A file of an earlier lakebench (no ``variant`` column) reads as variant "".
-
-    Raises FileNotFoundError when there is none (a report can do without),
-    and :class:`ResultsError` (one line: the file, the line, the column)
-    when it is not as :func:`write` writes it.
-    """
-    path = Path(out) / "latencies.csv"
-    series: dict[tuple[str, int, int, str, int], list[float]] = {}
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None:
-                raise ResultsError(f"{path} is empty")
-            columns = tuple(header)
-            if columns not in (LATENCY_COLUMNS, _LATENCY_COLUMNS_1):
-                raise ResultsError(f"{path} line 1: expected the header {','.join(LATENCY_COLUMNS)}")
-            for row in reader:
-                values = dict(zip(columns, _latency_row(row, columns, path, reader.line_num)))
-                key = (values["system"], values["children"], values["literal_length"], values.get("variant", ""),
-                       values["run"])
-                series.setdefault(key, []).append(values["seconds"])
-    except FileNotFoundError:
-        raise
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path} is not UTF-8 text") from None
-    except csv.Error as exc:
-        raise ResultsError(f"{path} line {reader.line_num}: {exc}") from None
-    except OSError as exc:
-        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return series
-
-
-def _latency_row(row: list[str], columns: tuple[str, ...], path: Path, line: int) -> tuple:
-    if len(row) != len(columns):
-        raise ResultsError(f"{path} line {line}: {len(row)} columns, expected {len(columns)}")
-    values: list[object] = []
-    for column, cell in zip(columns, row):
-        if column in ("system", "variant"):
-            values.append(cell)
-            continue
-        try:
-            value = float(cell) if column == "seconds" else int(cell)
-        except ValueError:
-            value = None
-        if value is None or not math.isfinite(value):
-            raise ResultsError(f"{path} line {line}: {column}: expected "
-                               f"{'a finite number' if column == 'seconds' else 'an integer'}, got {cell[:40]!r}")
-        values.append(value)
-    return tuple(values)
 
 
 def case_children(entry: dict) -> int | None:

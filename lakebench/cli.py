@@ -364,7 +364,7 @@ def cmd_table(args) -> int:
 
 def cmd_check(args) -> int:
     from lakebench.store import StoreDamaged, StoreError
-    from lakebench.store.preflight import check_isolated
+    from lakebench.store.verify import check_isolated
 
     if not (args.store_dir / "data.mdb").is_file():
         raise UsageError(f"lakebench check: error: no LMDB store in {args.store_dir} (no data.mdb)")

@@ -18,7 +18,7 @@ not allocate on a full file system is a SIGBUS at its first touch.  So:
 * :func:`preallocate_lock` gives ``lock.mdb`` its blocks before LMDB maps
   it (LMDB sizes it with ``ftruncate``, which allocates nothing): on a full
   file system the open is then an error (ENOSPC), not a SIGBUS.
-* :func:`check_isolated` runs :func:`lakebench.store.check` (the full walk)
+* :func:`lakebench.store.verify.check_isolated` runs :func:`lakebench.store.check` (the full walk)
   in a child process (:func:`lakebench.process.call_in_child`), so that a
   crash inside liblmdb becomes a :class:`StoreDamaged` naming the signal,
   and :func:`open_isolated` does the same for a trial open (``lakebench
@@ -151,7 +151,7 @@ def verify_file(path, *, empty_ok: bool = False) -> MetaPage | None:
     all free, read from the free-page tree), its trees' roots at or
     below its last page, its map size at least what it uses.  A file cut
     short fails here; damage inside the trees does not (see
-    :func:`check_isolated`).
+    :func:`lakebench.store.verify.check_isolated`).
     """
     file = data_file(path)
     if file.stat().st_size == 0 and empty_ok:
@@ -394,7 +394,7 @@ def _crash_message(file: Path, what: str, crash) -> str:
     return f"store damaged: {file}: {what} crashed in liblmdb ({crash.signal}{': ' + detail if detail else ''})"
 
 
-def _in_child(file: Path, what: str, func, *args):
+def run_in_child(file: Path, what: str, func, *args):
     """``func(*args)`` in a child process: a signal death or an LMDB error that
     means damage is a one-line :class:`StoreDamaged`."""
     from lakebench.process import ChildCrashed, ChildFailed, call_in_child
@@ -433,32 +433,6 @@ def _translated(file: Path, what: str, func, *args):
         raise StoreError(f"{what} failed: {type(exc).__name__}: {exc}") from None
 
 
-def _walk(path: str):
-    from lakebench.store import check
-
-    problems = check(path)
-    return list(problems), problems.summary
-
-
-def check_isolated(path):
-    """:func:`lakebench.store.check` of the store at ``path``, run in a child
-    process after :func:`verify_file`: the same problems and summary, or
-    :class:`StoreDamaged` (one line) when the file fails the meta check or
-    the walk crashes liblmdb or meets a page LMDB calls corrupted.  A store
-    open in this process is checked through it, here (LMDB forbids using an
-    environment across a fork)."""
-    from lakebench.store import _OPEN, Problems, check
-
-    if Path(path).resolve() in _OPEN:
-        return check(path)
-    file = data_file(path)
-    verify_file(file)
-    problems, summary = _in_child(file, "the walk", _walk, str(path))
-    result = Problems(problems)
-    result.summary = summary
-    return result
-
-
 def open_isolated(path, opener, *args):
     """``opener(*args)`` (which opens the store at ``path``, does its work and
     closes it) in a child process after :func:`verify_file`: its result, or
@@ -468,4 +442,4 @@ def open_isolated(path, opener, *args):
     file = data_file(path)
     if file.exists():
         verify_file(file, empty_ok=True)
-    return _in_child(file, "opening the store", opener, *args)
+    return run_in_child(file, "opening the store", opener, *args)

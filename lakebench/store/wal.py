@@ -44,6 +44,7 @@ import fcntl
 import os
 import struct
 import zlib
+from pathlib import Path
 from typing import Iterator
 
 from lakebench._store import StoreError
@@ -407,3 +408,38 @@ def replay(txn, payload: bytes) -> None:
     """Apply one record's changes to ``txn``, in order."""
     for name, args in decode_changes(payload):
         getattr(txn, name)(*args)
+
+
+#: The log's file in a store's directory.
+LOG_FILE = "wal"
+#: The meta key holding the sequence number of the last log record in the store.
+APPLIED_KEY = "wal_seq"
+_SEQ = struct.Struct(">Q")
+
+
+def set_applied_sequence(txn, seq: int) -> None:
+    """Record in the store (``txn``, a write) that it holds every log record up to ``seq``."""
+    txn.set_meta(APPLIED_KEY, _SEQ.pack(seq))
+
+
+def applied_sequence(txn) -> int:
+    """The sequence number of the last log record the store holds."""
+    value = txn.get_meta(APPLIED_KEY)
+    return _SEQ.unpack(value)[0] if value else 0
+
+
+def pending_log_records(path, env) -> int:
+    """How many log records of the store at ``path`` are not in its LMDB file yet,
+    0 also when a live process owns the log (its batch is not ours to see)."""
+    log_path = Path(path) / LOG_FILE
+    if not log_path.exists():
+        return 0
+    log = WriteAheadLog(log_path, readonly=True)
+    try:
+        if log.writer_alive:
+            return 0
+        with env.begin() as txn:
+            applied = applied_sequence(txn)
+        return sum(1 for seq, _ in log.records() if seq > applied)
+    finally:
+        log.close()

@@ -245,9 +245,9 @@ def test_a_full_disk_that_stays_full_refuses_writes_without_replaying_the_log(tm
 
 
 def test_a_batch_commit_that_keeps_failing_is_tried_after_a_pause(tmp_path, monkeypatch):
-    import lakebench.store
+    import lakebench.store.lmdb_store
 
-    monkeypatch.setattr(lakebench.store, "_COMMIT_PAUSE_MIN", 600.0)  # however slow the writes below
+    monkeypatch.setattr(lakebench.store.lmdb_store, "_COMMIT_PAUSE_MIN", 600.0)  # however slow the writes below
     store = LmdbStore(tmp_path, batch_writes=1)
     attempts = []
 

@@ -1,0 +1,737 @@
+"""The store's Python face over the compiled core: :class:`LmdbStore`.
+
+Terms are passed as IRI strings, rdflib terms or encoded bytes
+(:mod:`lakebench.store.terms`).  Every write method is committed before it
+returns, unless :meth:`LmdbStore.begin` opened a pending transaction (the
+rdflib plugin's mode), which :meth:`LmdbStore.commit` ends.
+
+**How a durable write is committed** (``durable=True``, the default): the
+write runs in the *batch*, one LMDB write transaction left open across
+writes; its changes are appended to the write-ahead log (:mod:`.wal`) and
+the log is fdatasynced, and only then does the call return.  Every
+``batch_writes`` writes (or ``batch_bytes`` of log), the batch is committed
+with LMDB's own fsync and the log starts again.  Reads through this store
+go through the batch, so they see every acknowledged write; a crash loses
+the batch, and the next open replays the log into the store.  One process
+owns a store's log at a time; ``log=False`` gives LMDB's plain commit
+per write instead (several processes may then write one store).
+
+``durable=False`` (nosync) takes the same path without the flushes.  The
+store never writes through LMDB's memory map (MDB_WRITEMAP): on a full disk
+that map is written where the filesystem has no block to give, and the
+process dies of SIGBUS; written with ``pwrite``, the same write fails with
+ENOSPC, which :class:`NoSpaceError` reports.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from lakebench._store import (
+    Environment,
+    LmdbError,
+    MapFullError,
+    ParseError,
+    StoreError,
+    Txn,
+)
+from lakebench.store.terms import term
+from lakebench.store.preflight import before_open
+from lakebench.store.wal import (
+    LOG_FILE,
+    LogError,
+    LoggedTxn,
+    WriteAheadLog,
+    applied_sequence,
+    encode_changes,
+    pending_log_records,
+    replay,
+    set_applied_sequence,
+    share_writers_lock,
+)
+
+#: Initial map size; the map doubles whenever it is three quarters full or full.
+DEFAULT_MAP_SIZE = 256 << 20
+_MAX_GROWTHS = 24
+#: A batch is committed after this many logged writes, or this many bytes of log.
+#: 1,024 was chosen when a batch's commit rewrote most leaves of the hash index
+#: t2i whatever its size (at 30,000 children, per child 0.96 ms at 256, 0.73 at
+#: 1,024, 0.68 at 4,096, nosync 0.51), for about 170 MB of dirty pages held in
+#: memory until the commit.  Since ids are filed late, a batch of 1,024 of
+#: those children writes about 9,400 pages, nearly all of them new data, and
+#: t2i's sweep about 2,300 more on average at 100,000 children
+#: (docs/performance.rst, "Durable writes at scale").
+DEFAULT_BATCH_WRITES = 1024
+DEFAULT_BATCH_BYTES = 64 << 20
+#: With the log, new term ids stay out of the hash index ``t2i`` (whose random
+#: keys made each batch commit rewrite most of its leaves) until a commit
+#: finds this many or more, and at least a quarter of those filed; a sweep
+#: then files them, a slice of t2i at each commit (docs/store.rst).  2^20
+#: ids: about 10,000 children of the seed workload.  The table that finds
+#: them holds up to twice as many (16 to 32 bytes each) before a sweep ends.
+DEFAULT_FILING_LAG = 1 << 20
+#: After a write failed for lack of space, writes are refused at once until
+#: the disk has this much free again.
+_SPACE_AGAIN = 1 << 20
+#: The pause before a failed batch commit is tried again: from the first to
+#: the second, doubling while it keeps failing.
+_COMMIT_PAUSE_MIN, _COMMIT_PAUSE_MAX = 0.5, 30.0
+#: The stores open in this process, by resolved path.  LMDB forbids opening
+#: one environment twice in a process (closing the second drops the first's
+#: locks); doing it anyway was seen to crash an unrelated writer process.
+_OPEN: dict[Path, "LmdbStore"] = {}
+_logger = logging.getLogger("lakebench.store")
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class NoSpaceError(StoreError):
+    """A write failed for lack of disk space; nothing of it was kept, and the
+    store stays readable and writable once space is freed."""
+
+
+def _thread_bytes_written() -> int | None:
+    """Bytes this thread has passed to write calls (Linux's per-thread I/O
+    counters), or None: around a commit, the pages LMDB wrote for it."""
+    try:
+        with open("/proc/thread-self/io", "rb") as f:
+            for line in f:
+                if line.startswith(b"wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether ``exc`` (an OSError or an LMDB error) means the disk is full."""
+    return getattr(exc, "errno", None) in _NO_SPACE or getattr(exc, "code", None) in _NO_SPACE
+
+
+class LmdbStore:
+    """A quad store in one directory (LMDB's ``data.mdb`` and ``lock.mdb``, the log ``wal``).
+
+    ``durable=True`` (default): a write returns once it is recoverable from
+    stable storage, through the write-ahead log (see the module docstring),
+    or, with ``log=False``, through LMDB's fsync of every commit.
+    ``durable=False`` (``nosync``) writes the log and each commit to the OS
+    without fsync: a crashed process loses nothing acknowledged, an OS crash
+    or power loss may lose the last writes or damage the store (LMDB's
+    MDB_NOSYNC contract, and what pyoxigraph does by default).
+    """
+
+    def __init__(self, path, *, durable: bool = True, create: bool = True, readonly: bool = False,
+                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
+                 batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 filing_lag: int = DEFAULT_FILING_LAG, truncate_damaged_log: bool = False):
+        self.path = Path(path)
+        # A log damaged in the middle (acknowledged writes after the damage)
+        # refuses the open, unless the operator chose to lose those writes.
+        self._truncate_damaged_log = truncate_damaged_log
+        if create and not readonly:
+            self.path.mkdir(parents=True, exist_ok=True)
+        elif not (self.path / "data.mdb").exists():
+            raise StoreError(f"no store at {self.path}")
+        # Resolved once: a later chdir must not make close() miss the entry.
+        self._key = self.path.resolve()
+        if self._key in _OPEN:
+            raise StoreError(f"{self.path}: the store is already open in this process")
+        if log is None:
+            log = True
+        log = log and not readonly
+        # Before LMDB maps the files: a data.mdb cut short, or a lock file the
+        # file system cannot back, would be a SIGBUS rather than an error.
+        before_open(self.path, create=create, readonly=readonly)
+        self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
+        self._log: WriteAheadLog | None = None
+        self._writers_lock = -1           # a writer without a log: its shared lock on the log file
+        self._batch: Txn | None = None    # the open LMDB write transaction (log mode)
+        self._batch_records = 0           # logged writes in it
+        self._owner: int | None = None    # the thread that opened it
+        # True while the batch may not hold what the log holds (a rebuild or a
+        # batch commit failed): the next read or write builds it again first.
+        self._stale = False
+        self._writing = False             # a write's op is running (writes do not nest)
+        self._user: list | None = None    # changes of a begin()..commit() transaction (log mode)
+        self._seq = 0                     # the last sequence number logged
+        self._commits = {"count": 0, "seconds": 0.0, "max_seconds": 0.0, "pages_written": 0}
+        # After a write failed for lack of space, later writes are refused at
+        # once until space is back (no batch change to undo, no log replayed);
+        # a batch commit that failed is tried again after a growing pause,
+        # not at every write.
+        self._disk_full = False
+        self._commit_after = 0.0
+        self._commit_pause = 0.0
+        self._rebuilds = 0
+        self.batch_writes = max(1, batch_writes)
+        self.batch_bytes = batch_bytes
+        self.env = None
+        log_path = self.path / LOG_FILE
+        # Without a log of its own, a writer still recovers one left by a crash.
+        recover_only = not log and not readonly and log_path.exists() and log_path.stat().st_size > 0
+        try:
+            # The log's lock first: opening LMDB may take its writer lock, which
+            # a live batch of another process holds for as long as it lives.
+            if log or recover_only:
+                self._log = WriteAheadLog(log_path, durable=durable)
+            elif not readonly:
+                self._writers_lock = share_writers_lock(log_path)
+            # Only the log's owner, the one writer, leaves term ids unfiled.
+            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
+                                   defer_filing=log, filing_lag=filing_lag)
+            if self._log is not None:
+                self._recover()
+            if recover_only:
+                self._log.truncate()
+                self._log.close()
+                self._log = None
+                self._writers_lock = share_writers_lock(log_path)
+            if not log and not readonly:
+                self._file_terms()
+            if readonly:
+                pending = pending_log_records(self.path, self.env)
+                if pending:
+                    raise StoreError(f"{self.path}: {pending} acknowledged write(s) are in the log only; "
+                                     "open the store for writing once to recover them")
+            else:
+                self._maybe_grow()
+        except BaseException:
+            self._release()
+            raise
+        _OPEN[self._key] = self
+
+    def _release(self) -> None:
+        """Let go of everything open here, committing nothing."""
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._writers_lock >= 0:
+            os.close(self._writers_lock)
+            self._writers_lock = -1
+        self._abort_batch()
+        if self._pending is not None:
+            txn, _ = self._pending
+            self._pending = None
+            if txn.active:
+                txn.abort()
+        if self.env is not None:
+            self.env.close()
+
+    @property
+    def durability(self) -> str:
+        return "durable" if self.env.durable else "nosync"
+
+    @property
+    def logged(self) -> bool:
+        """Whether writes go through the write-ahead log."""
+        return self._log is not None
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write transaction is open here: reads then come from it, so a
+        caller must not hold one across a write (read into a list instead)."""
+        return self._pending is not None or self._batch is not None
+
+    # -- transactions ------------------------------------------------------
+    def read(self) -> Txn:
+        """A read transaction (a snapshot), for ``with store.read() as txn:``.
+
+        While writes are pending here, it is a view of the write transaction
+        (its ``commit``/``abort``/``with`` do not end it), so it sees them;
+        in log mode that is the batch, which only its thread may read.
+        """
+        if self._batch is not None or self._stale:
+            return _Borrowed(self._open_batch())
+        return self.env.begin()
+
+    def begin(self) -> None:
+        """Open a pending write transaction: later writes join it until commit()."""
+        if self._log is not None:
+            if self._user is None:
+                self._user = []
+        elif self._pending is None:
+            self._pending = (self.env.begin(write=True), [])
+
+    def commit(self) -> None:
+        """Commit the pending transaction, if any."""
+        if self._log is not None:
+            changes, self._user = self._user, None
+            if changes:
+                self._log_changes(changes)
+        elif self._pending is not None:
+            txn, _ = self._pending
+            self._pending = None
+            txn.commit()
+            self._maybe_grow()
+
+    def rollback(self) -> None:
+        """Discard the pending transaction, if any."""
+        if self._log is not None:
+            changes, self._user = self._user, None
+            if changes:
+                self._rebuild()  # the batch without them
+        elif self._pending is not None:
+            txn, _ = self._pending
+            self._pending = None
+            txn.abort()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._pending is not None or self._user is not None
+
+    def write(self, op: Callable[[Txn], object]):
+        """Run ``op(txn)`` in a write transaction and return its result.
+
+        Alone, ``op`` is committed (durable, in log mode: logged and
+        flushed) before this returns; if it raises, none of its changes
+        remain.  When the map is full the map is doubled and ``op`` run
+        again: a write is never half done.  In a pending transaction
+        (:meth:`begin`), ``op`` joins it.  ``op`` must not write through
+        this store itself (StoreError): LMDB's writer lock is not reentrant.
+        """
+        if self._writing:
+            raise StoreError("a store write cannot start inside another one")
+        if self._disk_full and not self._space_again():
+            raise NoSpaceError(f"{self.path}: no space left on the device (less than "
+                               f"{_SPACE_AGAIN >> 20} MiB free since a write failed for lack of it)")
+        self._writing = True
+        try:
+            if self._log is not None:
+                return self._write_logged(op)
+            if self._pending is not None:
+                return self._write_pending(op)
+            return self._write_committed(op)
+        except (OSError, LmdbError) as exc:
+            if no_space(exc):
+                self._disk_full = True
+                raise NoSpaceError(f"{self.path}: no space left on the device ({exc})") from exc
+            raise
+        finally:
+            self._writing = False
+
+    def _space_again(self) -> bool:
+        """Whether the disk has room again since a write failed for lack of it."""
+        stat = os.statvfs(self.path)
+        free = (stat.f_bfree if os.geteuid() == 0 else stat.f_bavail) * stat.f_frsize
+        self._disk_full = free < _SPACE_AGAIN
+        return not self._disk_full
+
+    @property
+    def rebuilds(self) -> int:
+        """How many times the batch was built again from the log (after a write
+        or a batch commit failed): each replays every record since the last commit."""
+        return self._rebuilds
+
+    def _write_committed(self, op):
+        for _ in range(_MAX_GROWTHS):
+            txn = self.env.begin(write=True)
+            try:
+                result = op(txn)
+                txn.commit()
+            except MapFullError:
+                txn.abort()
+                self.env.grow()
+                continue
+            except BaseException:
+                txn.abort()
+                raise
+            self._maybe_grow()
+            return result
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _write_pending(self, op):
+        txn, log = self._pending
+        for _ in range(_MAX_GROWTHS):
+            try:
+                if not txn.active:  # aborted by a full map: replay in a new one
+                    txn = self.env.begin(write=True)
+                    self._pending = (txn, log)
+                    for old in log:
+                        old(txn)
+                result = op(txn)
+            except MapFullError:
+                txn.abort()
+                self.env.grow()
+                continue
+            except BaseException:
+                if not txn.active:  # an LMDB failure ended it: the pending writes are lost
+                    self._pending = None
+                raise
+            log.append(op)
+            return result
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    # -- log mode: the batch and the write-ahead log --------------------------
+    def _write_logged(self, op):
+        for _ in range(_MAX_GROWTHS):
+            batch = self._open_batch()
+            txn = LoggedTxn(batch)
+            try:
+                result = op(txn)
+            except MapFullError:  # the core aborted the batch: grow, rebuild it, run op again
+                self._rebuild(grow=True)
+                continue
+            except BaseException:
+                if txn.changes or not batch.active:
+                    self._rebuild()  # undo op's changes: the batch again from the log
+                raise
+            if self._user is not None:
+                self._user.extend(txn.changes)
+            elif txn.changes:
+                self._log_changes(txn.changes)
+            return result
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _log_changes(self, changes) -> None:
+        """Make changes already in the batch durable: one log record, flushed."""
+        seq = self._seq + 1
+        try:
+            self._log.append(seq, encode_changes(changes))
+        except BaseException:
+            self._rebuild()  # not logged, so not acknowledged: out of the batch
+            raise
+        self._seq = seq
+        self._batch_records += 1
+        if ((self._batch_records >= self.batch_writes or self._log.size >= self.batch_bytes)
+                and time.monotonic() >= self._commit_after):
+            try:
+                self._commit_batch()
+            except Exception as exc:  # e.g. a full disk
+                # The write is acknowledged: it is in the log, and the batch
+                # (rebuilt from the log if need be) is committed at a later
+                # write, after a pause that doubles while commits keep failing.
+                self._commit_pause = min(_COMMIT_PAUSE_MAX, max(_COMMIT_PAUSE_MIN, 2 * self._commit_pause))
+                self._commit_after = time.monotonic() + self._commit_pause
+                _logger.warning("%s: the batch could not be committed (%s); the log keeps its writes, "
+                                "next try in %g s", self.path, exc, self._commit_pause)
+            else:
+                self._commit_pause, self._commit_after = 0.0, 0.0
+
+    def _begin_batch(self) -> Txn:
+        self._batch = self.env.begin(write=True)
+        self._owner = threading.get_ident()
+        return self._batch
+
+    def _open_batch(self) -> Txn:
+        if self._stale:
+            self._rebuild()
+        elif self._batch is None:
+            return self._begin_batch()
+        self._check_owner()
+        return self._batch
+
+    def _check_owner(self) -> None:
+        if self._owner != threading.get_ident():
+            # LMDB's writer lock belongs to the thread that took it.
+            raise StoreError("the store's write batch belongs to another thread")
+
+    def _commit_batch(self) -> None:
+        """Commit the batch with LMDB's fsync; the log then starts again.
+
+        On failure the batch is gone and is rebuilt from the log (now, or at
+        the next use if that fails too); nothing acknowledged is lost.
+        """
+        if self._stale:
+            self._rebuild()
+        batch = self._batch
+        if batch is None:
+            return
+        if self._user:
+            raise StoreError("a pending transaction is open")
+        self._check_owner()
+        self._batch = None
+        written, started = _thread_bytes_written(), time.perf_counter()
+        try:
+            set_applied_sequence(batch, self._seq)
+            batch.commit()
+        except BaseException as exc:
+            if batch.active:
+                batch.abort()
+            self._stale = True
+            try:
+                self._rebuild(grow=isinstance(exc, MapFullError))
+            except Exception:
+                pass  # still stale: the next read or write tries again
+            raise
+        self._count_commit(time.perf_counter() - started, written)
+        self._batch_records = 0
+        self._log.reset()
+        self._maybe_grow()
+
+    def _count_commit(self, seconds: float, written_before: int | None) -> None:
+        stats = self._commits
+        stats["count"] += 1
+        stats["seconds"] += seconds
+        stats["max_seconds"] = max(stats["max_seconds"], seconds)
+        written_after = _thread_bytes_written()
+        if stats["pages_written"] is not None and written_before is not None and written_after is not None:
+            stats["pages_written"] += (written_after - written_before) // self.env.info()["page_size"]
+        else:
+            stats["pages_written"] = None
+
+    @property
+    def batch_commits(self) -> dict:
+        """The batch commits so far (log mode): how many, their seconds (total
+        and the longest) and the pages LMDB wrote for them (None where the OS
+        does not count a thread's writes).  The pages per commit are the cost
+        of a durable commit to watch (docs/store.rst)."""
+        stats = dict(self._commits)
+        stats["seconds"] = round(stats["seconds"], 6)
+        stats["max_seconds"] = round(stats["max_seconds"], 6)
+        return stats
+
+    def _abort_batch(self) -> None:
+        batch, self._batch = self._batch, None
+        self._batch_records = 0
+        if batch is not None and batch.active:
+            batch.abort()
+
+    def _rebuild(self, grow: bool = False) -> None:
+        """Abort the batch and build it again from the log (the records up to
+        the last acknowledged one) and the pending transaction's changes,
+        growing the map first if asked.  Until it succeeds the store is stale."""
+        if self._batch is not None:
+            self._check_owner()
+        self._stale = True
+        self._rebuilds += 1
+        user = self._user or []
+        for _ in range(_MAX_GROWTHS):
+            self._abort_batch()
+            if grow:
+                self.env.grow()
+            batch = self._begin_batch()
+            try:
+                applied = applied_sequence(batch)
+                # A record past self._seq is one whose flush failed: never acknowledged.
+                records = [(seq, payload) for seq, payload in self._log.records() if applied < seq <= self._seq]
+                for _, payload in records:
+                    replay(batch, payload)
+                if user:
+                    replay(batch, encode_changes(user))
+            except MapFullError:
+                grow = True
+                continue
+            self._batch_records = len(records)
+            self._stale = False
+            return
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _recover(self) -> None:
+        """At open: replay what the log holds beyond the store, and commit it."""
+        with self.env.begin() as txn:
+            applied = applied_sequence(txn)
+        records = list(self._log.records())
+        pending = [(seq, payload) for seq, payload in records if seq > applied]
+        if pending and pending[0][0] != applied + 1:
+            raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
+                           f"records up to {applied}: records are missing")
+        self._seq = pending[-1][0] if pending else applied
+        damage = self._log.damage(self._seq)
+        if damage is not None:
+            if not self._truncate_damaged_log:
+                raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
+                               "open the store with its damaged log truncated: lakebench serve "
+                               "--truncate-damaged-log)")
+            self._log.cut_after(records)
+            _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
+        if pending:
+            self._log.position_after(records)  # keep them until they are committed
+            self._rebuild()
+            self._commit_batch()
+
+    def _file_terms(self) -> None:
+        """File the term ids a writer with a log left out of ``t2i``: without
+        a log, every transaction would otherwise rebuild its table of them."""
+        with self.env.begin() as txn:
+            if not txn.unfiled_terms():
+                return
+        for _ in range(_MAX_GROWTHS):
+            try:
+                with self.env.begin(write=True) as txn:
+                    txn.file_terms()
+                return
+            except MapFullError:
+                self.env.grow()
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _maybe_grow(self) -> None:
+        info = self.env.info()
+        if info["used_bytes"] * 4 > info["map_size"] * 3 and self.env.open_txns == 0:
+            try:
+                self.env.grow()
+            except (OSError, LmdbError) as exc:
+                if not no_space(exc):
+                    raise
+                # Only ahead of need: a write that fills the map grows it (or fails) itself.
+                _logger.warning("%s: the map could not grow ahead of need (%s)", self.path, exc)
+
+    # -- the fast path -------------------------------------------------------
+    def ingest(self, data: bytes, graph, *, format: str = "nt", base: str | None = None,
+               extra: Iterable[tuple] = ()) -> int:
+        """Store one document into ``graph`` in one transaction; the number of new quads.
+
+        ``format`` is ``"nt"`` (parsed by the core, straight to term ids) or
+        ``"turtle"`` (parsed by pyoxigraph against ``base``, default the
+        graph's IRI, then handed to the core as N-Triples).  ``extra`` quads
+        (4 terms each) are written in the same transaction, e.g. a
+        container's ``ldp:contains``.  Malformed input raises ParseError
+        (with line and column) and writes nothing.
+        """
+        g = term(graph)
+        if format in ("turtle", "ttl"):
+            data = turtle_to_ntriples(data, base or (g[1:].decode() if g[:1] == b"I" else None))
+        elif format not in ("nt", "ntriples", "n-triples"):
+            raise ValueError(f"unknown format {format!r}")
+        quads = [tuple(term(t) for t in quad) for quad in extra]
+        return self.write(lambda txn: txn.ingest_ntriples(data, g, quads))
+
+    def add(self, quads: Iterable[tuple]) -> int:
+        """Insert quads ``(s, p, o, graph)``; the number that were new."""
+        quads = [tuple(term(t) for t in quad) for quad in quads]
+        return self.write(lambda txn: txn.add(quads))
+
+    def remove(self, s=None, p=None, o=None, graph=None) -> int:
+        """Delete the quads matching the pattern (None: any); the number deleted."""
+        s, p, o, g = term(s), term(p), term(o), term(graph)
+        return self.write(lambda txn: txn.remove(s, p, o, g))
+
+    def iter_serialize(self, *, graph=None, subject=None, format: str = "turtle",
+                       prefixes: dict[str, str] | None = None) -> Iterator[bytes]:
+        """Stream the triples of a graph and/or subject as N-Triples or Turtle chunks."""
+        with self._snapshot() as txn:
+            yield from txn.serialize(s=term(subject), c=term(graph), format=format, prefixes=prefixes)
+
+    def serialize(self, *, graph=None, subject=None, format: str = "turtle",
+                  prefixes: dict[str, str] | None = None) -> bytes:
+        """The triples of a graph and/or subject as N-Triples or Turtle bytes."""
+        return b"".join(self.iter_serialize(graph=graph, subject=subject, format=format, prefixes=prefixes))
+
+    # -- reads -------------------------------------------------------------
+    def _snapshot(self) -> Txn:
+        """What a read sees: the open write transaction (not ended by ``with``) or a snapshot."""
+        if self._pending is not None:
+            return _Borrowed(self._pending[0])
+        return self.read()
+
+    def _read(self, op):
+        with self._snapshot() as txn:
+            return op(txn)
+
+    def quads(self, s=None, p=None, o=None, graph=None) -> list[tuple[bytes, bytes, bytes, bytes]]:
+        """The quads matching a pattern, as encoded terms."""
+        s, p, o, g = term(s), term(p), term(o), term(graph)
+        return self._read(lambda txn: list(txn.quads(s, p, o, g)))
+
+    def count(self, s=None, p=None, o=None, graph=None) -> int:
+        """Number of quads matching a pattern."""
+        s, p, o, g = term(s), term(p), term(o), term(graph)
+        return self._read(lambda txn: txn.count(s, p, o, g))
+
+    def __len__(self) -> int:
+        """Number of quads."""
+        return self._read(lambda txn: txn.quad_count())
+
+    def contexts(self) -> list[bytes]:
+        return self._read(lambda txn: txn.contexts())
+
+    def checkpoint(self) -> None:
+        """Commit the batch and empty the log: everything is then in ``data.mdb``
+        (what a clean close does, the store staying open)."""
+        self.commit()
+        if self._log is not None:
+            self._commit_batch()
+            self._log.truncate()
+
+    def clear_stale_readers(self) -> int:
+        """Free the reader slots of processes that died holding a snapshot (a
+        killed worker, say); how many.  LMDB has ``max_readers`` slots, and a
+        stale one also keeps the pages of its snapshot from reuse."""
+        return self.env.reader_check()
+
+    def check(self) -> Problems:
+        """The problems of the store as this store reads it (see :func:`lakebench.store.check`)."""
+        result = check_snapshot(self._read)
+        result.summary["log_pending"] = self._batch_records  # logged, not yet committed to LMDB
+        return result
+
+    def close(self) -> None:
+        """Commit a pending transaction and the batch, and close the store."""
+        if self.env.closed:
+            return
+        if self._batch is not None:
+            self._check_owner()  # only the batch's thread may commit or abort it
+        try:
+            self.commit()
+            if self._log is not None:
+                self._commit_batch()
+                self._log.truncate()  # everything is in data.mdb: the log costs no disk at rest
+        finally:
+            # Whatever failed above is still in the log (or was never
+            # acknowledged): the next open recovers it.
+            self._release()
+            _OPEN.pop(self._key, None)
+
+    def __enter__(self) -> "LmdbStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Borrowed:
+    """A view of an open write transaction for reading: ending it is a no-op,
+    since the transaction belongs to the store."""
+
+    def __init__(self, txn: Txn):
+        self._txn = txn
+
+    def __getattr__(self, name):
+        return getattr(self._txn, name)
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+def turtle_to_ntriples(data: bytes, base: str | None) -> bytes:
+    """Turtle -> N-Triples through pyoxigraph's parser (full Turtle 1.1)."""
+    import pyoxigraph as ox
+
+    try:
+        quads = ox.parse(data, format=ox.RdfFormat.TURTLE, base_iri=base)
+        return ox.serialize(quads, format=ox.RdfFormat.N_TRIPLES)
+    except SyntaxError as e:
+        raise ParseError(f"Turtle: {e.msg}", None, e.lineno, e.offset) from None
+
+
+
+
+def opened(path) -> LmdbStore | None:
+    """The store open in this process at ``path``, if any (LMDB forbids a second open)."""
+    return _OPEN.get(Path(path).resolve())
+
+
+class Problems(list):
+    """The problems found by :func:`check` (empty: consistent), with ``summary`` counts."""
+
+    summary: dict
+
+
+def check_snapshot(read) -> Problems:
+    """The core's check of one snapshot, through ``read`` (a store's read, or a function given the transaction)."""
+    problems, summary = read(lambda txn: txn.check())
+    result = Problems(problems)
+    result.summary = summary
+    return result

@@ -15,13 +15,13 @@ parent's steady time, a Locust ingest's throughput).
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections import Counter
 from typing import Any, Callable
 
 from lakebench.monitor import directory_bytes, tree_rss_bytes
+from lakebench.pagecache import drop_page_cache
 from lakebench.prefetch import ChildFeed
 from lakebench.results import stats
 from lakebench.systems.base import HttpSystem, Retrieval
@@ -31,21 +31,6 @@ from lakebench.workloads.base import NotApplicable, Outcome, count_containment
 #: The worker tells the parent how many children exist every this many, so
 #: each monitor sample knows how far the ingest was (disk against children).
 PROGRESS_EVERY = 50
-
-
-def drop_page_cache() -> bool:
-    """Write dirty pages and drop the OS page cache (root only); whether it was done.
-
-    Pages a process has mapped and touched (an in-process LMDB store's) may
-    stay resident: the kernel drops only what nobody maps.
-    """
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        return False
-    return True
 
 
 def parent_times(times: list[float]) -> dict:

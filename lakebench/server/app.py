@@ -20,7 +20,7 @@ from lakebench.server.binaries import (
     parse_digest,
     wanted_digests,
 )
-from lakebench.server.errors import RepositoryError
+from lakebench.server.errors import RepositoryError, read_body
 from lakebench.server.headers import (
     NOT_A_CONTAINER,
     SERIALIZERS,
@@ -326,11 +326,11 @@ class LdpApplication:
         if size is not None:
             if size > self.max_body:
                 raise RepositoryError(413, f"body of {size} bytes exceeds the limit of {self.max_body}")
-            body = _read(stream, size)
+            body = read_body(stream, size)
             if len(body) != size:  # the client went away mid-body: store nothing of it
                 raise RepositoryError(400, f"incomplete body: {len(body)} of {size} bytes")
             return body
-        body = _read(stream, self.max_body + 1)  # chunked: read up to the limit
+        body = read_body(stream, self.max_body + 1)  # chunked: read up to the limit
         if len(body) > self.max_body:
             raise RepositoryError(413, f"body exceeds the limit of {self.max_body} bytes")
         return body
@@ -482,14 +482,6 @@ class LdpApplication:
         update = self._update(environ)
         info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
         return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.links(info.kind, uri))], b""
-
-
-def _read(stream, size: int) -> bytes:
-    """Up to ``size`` bytes of the request body; a broken or truncated body is a 400."""
-    try:
-        return stream.read(size)
-    except Exception as exc:  # the server's own errors for bad chunking or a dropped client
-        raise RepositoryError(400, f"cannot read the request body: {type(exc).__name__}: {exc}") from None
 
 
 def _bare(content_type: str) -> str:

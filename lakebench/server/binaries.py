@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lakebench.server.errors import RepositoryError, insufficient_storage
+from lakebench.server.errors import RepositoryError, insufficient_storage, read_body
 from lakebench.store import no_space
 from lakebench.store.wal import fsync_path
 
@@ -88,7 +88,7 @@ class BinaryFiles:
             with open(path, "wb") as out:
                 remaining = limit + 1 if length is None else length
                 while remaining > 0:
-                    chunk = _read(stream, min(CHUNK, remaining))
+                    chunk = read_body(stream, min(CHUNK, remaining))
                     if not chunk:
                         break
                     out.write(chunk)
@@ -214,12 +214,3 @@ def wanted_digests(header: str | None) -> list[str]:
 def digest_value(algorithm: str, hexdigest: str) -> str:
     """``algorithm=<base64>`` for a Digest header."""
     return f"{algorithm}={base64.b64encode(bytes.fromhex(hexdigest)).decode()}"
-
-
-def _read(stream, size: int) -> bytes:
-    try:
-        return stream.read(size)
-    except Exception as exc:  # the server's own errors for bad chunking or a dropped client
-        raise RepositoryError(400, f"cannot read the request body: {type(exc).__name__}: {exc}") from None
-
-

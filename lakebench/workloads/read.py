@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 
 from lakebench.argtypes import Bounded
+from lakebench.pagecache import drop_page_cache
 from lakebench.workload import NS, Child
 from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
 
@@ -36,8 +37,6 @@ class Read(Scenario):
     }
 
     def run(self, system, driver) -> Outcome:
-        from lakebench.drivers import drop_page_cache
-
         driver.ingest(system, self.dataset)
         created = driver.outcome.created()
         driver.phase("read")

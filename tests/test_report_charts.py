@@ -19,7 +19,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from lakebench import results  # noqa: E402
-from lakebench.report import chart_style, charts, charts_summary, charts_time  # noqa: E402
+from lakebench.report import charts  # noqa: E402
+from lakebench.report.charts import chart_style, headline as charts_summary  # noqa: E402
 from lakebench.report.data import ReportData  # noqa: E402
 from lakebench.runner import RunConfig, run  # noqa: E402
 

@@ -36,6 +36,18 @@ count = figures.count
 NBSP = "\u00a0"
 
 
+def binary_size(value: float) -> str:
+    """A binary's size in binary units, as the binaries workload sets it (64 KiB, not 65.5 kB).
+
+    >>> [binary_size(v) for v in (512, 1024, 65536, 3 * 2**20, 2**30)]
+    ['512 B', '1 KiB', '64 KiB', '3 MiB', '1 GiB']
+    """
+    for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"
+
+
 # -- reStructuredText ------------------------------------------------------
 
 def heading(text: str, char: str, overline: bool = False) -> str:

@@ -1,190 +1,18 @@
-"""The report's charts: one function each, in a registry.
+"""The flat workload's charts: time per child as the container fills, disk against children,
+the scaling of a sweep, where each system breaks; and the parent's retrieval, drawn for every workload.
 
-Adding a chart is one function and one line::
-
-    @chart("cpu_time", "CPU time")
-    def cpu_time(data: ReportData):
-        fig = new_figure(FIG_WIDTH, 4)
-        ...
-        return fig, "What the chart shows, for its caption."
-
-A chart function gets the :class:`~lakebench.report.data.ReportData` and
-returns ``(figure, caption)``, or ``None`` when the results hold nothing it
-could plot (no disk sizes, no sweep): the report then leaves it out.  A
-chart declares the workloads it applies to (``workloads=("binaries",)``;
-``flat`` by default, ``None`` for every workload): a page draws only its
-workload's.  The charts of the other workloads are in
-:mod:`~lakebench.report.workload_charts`, the panels over time (memory, CPU,
-disk, a Locust run's load) in :mod:`~lakebench.report.charts_time`, the
-summary's ``headline`` chart in :mod:`~lakebench.report.charts_summary`.
-Every chart draws each system in its own colour, dash (by durability) and
-marker, at a width and font size legible on a phone, with its legend outside
-the data and hover titles on its marks: :mod:`~lakebench.report.chart_style`
-says how and gives the helpers (``fig = new_figure(FIG_WIDTH, 4)``,
-``ax.plot(..., **system_style(data, entry))``, ``tip(line, "lmdb: 2 ms")``,
-``outside_legend(fig)``).
-Figures are plain :class:`matplotlib.figure.Figure` objects rendered by the
-Agg/SVG canvases: no pyplot, no display, no global state.
+Each system keeps its colour, marker and dash (:func:`~.chart_style.system_style`) in every chart.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
-
 from lakebench.report import fmt
-from lakebench.report.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, RC, add_titles, bar_style,
-                                          outside_legend, system_handle, system_style, tip, tips_of)
+from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, bar_style, outside_legend,
+                                                 system_handle, system_style, tip)
+from lakebench.report.charts.common import LOADING_PHASES, count_label, log_scale
+from lakebench.report.charts.registry import chart, new_figure
 from lakebench.report.data import ReportData, number, std_of
 from lakebench.results import get_path, stats
 from lakebench.results.stats import log_moving_stats, moving_stats
-
-FORMATS = ("svg", "png")
-
-
-@dataclass(frozen=True)
-class Chart:
-    name: str  # file name stem
-    title: str  # heading in the report
-    draw: Callable[[ReportData], "tuple[object, str] | None"]
-    workloads: tuple[str, ...] | None = ("flat",)  # the workloads it is drawn for; None: every one
-
-    def applies(self, workload: str) -> bool:
-        return self.workloads is None or workload in self.workloads
-
-
-#: Every chart, in the order the report shows them.
-CHARTS: list[Chart] = []
-
-
-def chart(name: str, title: str, workloads: tuple[str, ...] | None = ("flat",)):
-    """Register the decorated function as a chart of the report, for ``workloads`` (None: all)."""
-    def register(draw):
-        CHARTS.append(Chart(name, title, draw, workloads))
-        return draw
-    return register
-
-
-def new_figure(width: float = FIG_WIDTH, height: float = 4.0):
-    """A figure at most :data:`FIG_WIDTH` wide: wider, its text would shrink below 10 px on a phone."""
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(min(width, FIG_WIDTH), height), layout="constrained")
-
-
-def style():
-    """The settings every chart is drawn in (:data:`~lakebench.report.chart_style.RC`)."""
-    import matplotlib
-
-    return matplotlib.rc_context(RC)
-
-
-def save(fig, path: Path, image_format: str) -> None:
-    """Write ``fig``; an SVG gets the hover titles of its marks (:func:`~lakebench.report.chart_style.tip`)."""
-    metadata = {"Date": None} if image_format == "svg" else {"Software": None}
-    fig.savefig(path, format=image_format, dpi=120, metadata=metadata)
-    if image_format == "svg" and tips_of(fig):
-        path.write_text(add_titles(path.read_text(encoding="utf-8"), tips_of(fig)), encoding="utf-8")
-
-
-def render(data: ReportData, out: Path, image_format: str = "svg", charts=None) -> list[tuple[Chart, Path, str]]:
-    """Draw every chart of the results' workload that has data into ``out``; returns (chart, file, caption)."""
-    if image_format not in FORMATS:
-        raise ValueError(f"image format must be one of {FORMATS}, got {image_format!r}")
-    made = []
-    with style():
-        for c in CHARTS if charts is None else charts:
-            for stale in FORMATS:  # a chart no longer drawn (or drawn in the other format) goes
-                (out / f"{c.name}.{stale}").unlink(missing_ok=True)
-            if not c.applies(data.workload):
-                continue
-            drawn = c.draw(data)
-            if drawn is None:
-                continue
-            fig, caption = drawn
-            path = out / f"{c.name}.{image_format}"
-            save(fig, path, image_format)
-            made.append((c, path, caption))
-    return made
-
-
-# -- helpers ---------------------------------------------------------------
-
-PHASE_COLORS = {
-    "start": "#eeeeee",
-    "setup": "#eeeeee",
-    "ingest": "#dbe9f6",
-    "checkpoint": "#f6e8a6",
-    "retrieve": "#fde0c5",
-    "tail": "#d9f0d3",
-    "close": "#e7d4e8",
-}
-
-
-def phase_spans(samples: list[dict]) -> list[tuple[str, float, float]]:
-    """(phase, start, end) of each stretch of samples in the same phase."""
-    spans: list[list] = []
-    for s in samples:
-        phase, t = s.get("phase") or "?", s.get("t")
-        if t is None:
-            continue
-        if spans and spans[-1][0] == phase:
-            spans[-1][2] = t
-        else:
-            if spans:
-                spans[-1][2] = t  # a phase lasts until the next one starts
-            spans.append([phase, t, t])
-    return [tuple(s) for s in spans]
-
-
-def _shade_phases(ax, samples: list[dict]) -> None:
-    for phase, start, end in phase_spans(samples):
-        if end > start:
-            ax.axvspan(start, end, color=PHASE_COLORS.get(phase, "#f4f4f4"), lw=0, zorder=0)
-
-
-def _log_scale(ax, which: str = "y") -> None:
-    """Log scale labelled 1, 2, 5, 10, 20, 50 ... in plain numbers; 1, 10, 100 ... over many decades.
-
-    Call it once the data is drawn: the span of the data picks the labels, so
-    that a 6 in wide axis never runs its labels into each other.
-    """
-    import math
-
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    getattr(ax, f"set_{which}scale")("log")
-    axis = getattr(ax, f"{which}axis")
-    low, high = sorted(getattr(ax, f"get_{which}lim")())
-    decades = math.log10(high / low) if low > 0 and high > 0 else 0
-    crowded = decades > (3.2 if which == "x" else 4.5)  # ~100 pt a decade for 1, 2, 5 across 6 in
-    axis.set_major_locator(LogLocator(subs=(1.0,) if crowded else (1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
-
-
-def _count_label(value: float, _position=None) -> str:
-    """A count as a log axis labels it: 500, 1k, 20k, 1M (no run-together digits at 10000 20000).
-
-    >>> [_count_label(v) for v in (5, 500, 1000, 20000, 1e6, 2.5e6)]
-    ['5', '500', '1k', '20k', '1M', '2.5M']
-    """
-    for scale, suffix in ((1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:g}{suffix}"
-    return f"{value:g}"
-
-
-def _series(samples: list[dict], key: str, scale: float = 1.0):
-    pairs = [(s["t"], s[key] * scale) for s in samples if s.get("t") is not None and number(s.get(key)) is not None]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
-# -- the charts ------------------------------------------------------------
-# -- the charts ------------------------------------------------------------
-
-# The other workloads' charts come first on their pages: registered here, before the seed's.
-from lakebench.report import workload_charts  # noqa: E402,F401  (registers its charts)
 
 
 @chart("latency", "Time per child against children created")
@@ -215,7 +43,7 @@ def latency(data: ReportData):
         faint, = ax.plot(centres, p95 * 1000, color=st["color"], ls=st["ls"], lw=1, alpha=0.6, zorder=3)
         tip(faint, f"{data.label(e)}: moving 95th percentile")
         handles.append(system_handle(data, e, marker=None, label=f"{data.label(e)}{note}"))
-    _log_scale(ax, "y")
+    log_scale(ax, "y")
     ax.set_xlim(left=0)
     ax.set_xlabel("child index (siblings in the container)")
     ax.set_ylabel("time per child (ms, log)")
@@ -232,13 +60,6 @@ def latency(data: ReportData):
         f"divided by the first 10%'s. {DASH_KEY}"
     )
     return fig, caption
-
-
-# The panels over time (memory, CPU, disk, and a Locust run's load): one shared time axis.
-from lakebench.report import charts_time  # noqa: E402,F401  (registers "resources")
-
-#: The monitor's phases up to the end of the ingest (a checkpoint is a pause within it).
-LOADING_PHASES = charts_time.LOADING_PHASES
 
 
 @chart("disk", "On-disk size against children created")
@@ -338,7 +159,7 @@ def parent(data: ReportData):
         f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
     values = [e["parent"]["seconds"] for e in entries]
     if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
-        _log_scale(ax, "x")
+        log_scale(ax, "x")
         ax.set_xlabel("GET parent (ms, log scale)")
     else:
         ax.set_xlabel("GET parent (ms)")
@@ -373,13 +194,13 @@ def sweep(data: ReportData):
         tip(line, f"{name}: mean per child " + ", ".join(
             f"{fmt.millis(e['per_resource_ms']['mean'])} at {fmt.count(e['children'])}" for e in entries))
     for ax, label in ((get_ax, "GET parent (ms)"), (put_ax, "mean per child (ms)")):
-        _log_scale(ax, "x")
-        _log_scale(ax, "y")
+        log_scale(ax, "x")
+        log_scale(ax, "y")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     from matplotlib.ticker import FuncFormatter
 
-    put_ax.xaxis.set_major_formatter(FuncFormatter(_count_label))
+    put_ax.xaxis.set_major_formatter(FuncFormatter(count_label))
     put_ax.set_xlabel("children in the container")
     outside_legend(fig)
     caption = ("Parent retrieval time (top) and mean time per child (bottom) against the container's size, "
@@ -446,14 +267,14 @@ def cliff(data: ReportData):
             get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=12, color=color,
                         mec="black", ls="none", zorder=4)
     for ax, label in ((put_ax, "per child (ms)"), (get_ax, "GET parent (ms)")):
-        _log_scale(ax, "x")
-        _log_scale(ax, "y")
+        log_scale(ax, "x")
+        log_scale(ax, "y")
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.4)
         ax.grid(True, which="minor", alpha=0.12)
     from matplotlib.ticker import FuncFormatter
 
-    get_ax.xaxis.set_major_formatter(FuncFormatter(_count_label))
+    get_ax.xaxis.set_major_formatter(FuncFormatter(count_label))
     get_ax.set_xlabel("children in the container")
     budget = data.budget_seconds
     keys = [Line2D([], [], color="#444", lw=2.2, label="median (top), steady GET"),
@@ -478,7 +299,3 @@ def cliff(data: ReportData):
                     "and stopped, with the number of children it reached.")
     caption += f" {DASH_KEY}"
     return fig, caption
-
-
-# The summary's chart, last in the registry: the page places it (name "headline").
-from lakebench.report import charts_summary  # noqa: E402,F401  (registers "headline")

@@ -1,4 +1,4 @@
-"""The charts of the workloads other than the seed's ``flat`` (see :mod:`~lakebench.report.charts`).
+"""The charts of the workloads other than the seed's ``flat``.
 
 Each reads the workload's own record fields (docs/results.rst): ``binaries``
 (one case per binary size), ``deep`` (its ``series`` of list and get times as
@@ -7,26 +7,15 @@ the hierarchy grows), and the ``operations`` percentiles for ``mixed``.
 from __future__ import annotations
 
 from lakebench.report import fmt
-from lakebench.report.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, bar_style, outside_legend,
-                                          system_style, tip)
-from lakebench.report.charts import _log_scale, chart, new_figure
+from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, bar_style, outside_legend,
+                                                 system_style, tip)
+from lakebench.report.charts.common import count_label, log_scale
+from lakebench.report.charts.registry import chart, new_figure
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
 
 
-def _size_label(value: float) -> str:
-    """A binary size as an axis labels it, in binary units.
-
-    >>> [_size_label(v) for v in (512, 1024, 65536, 3 * 2**20, 2**30)]
-    ['512 B', '1 KiB', '64 KiB', '3 MiB', '1 GiB']
-    """
-    for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if value >= scale:
-            return f"{value / scale:g} {unit}"
-    return f"{value:g} B"
-
-
-def _by_system(data: ReportData, entries: list[dict]) -> dict[str, list[dict]]:
+def _by_system(entries: list[dict]) -> dict[str, list[dict]]:
     """Entries grouped by system name, in the order the systems first appear."""
     grouped: dict[str, list[dict]] = {}
     for e in entries:
@@ -43,7 +32,7 @@ def binary_throughput(data: ReportData):
     put_ax, get_ax = fig.subplots(2, 1, sharex=True, sharey=True)  # stacked: full width on a phone
     sizes: set[float] = set()
     mismatched = False
-    for name, cases in _by_system(data, entries).items():
+    for name, cases in _by_system(entries).items():
         cases.sort(key=lambda e: e["binaries"]["size_bytes"])
         st = system_style(data, cases[0])
         color = st["color"]
@@ -53,7 +42,7 @@ def binary_throughput(data: ReportData):
             sizes.update(p[0] for p in points)
             line, = ax.plot([p[0] for p in points], [p[1] for p in points], ms=5, lw=1.8, label=name, **st)
             tip(line, f"{name}: {key.split('_')[0].upper()} " + ", ".join(
-                f"{p[1]:.1f} MB/s at {_size_label(p[0])}" for p in points))
+                f"{p[1]:.1f} MB/s at {fmt.binary_size(p[0])}" for p in points))
             if key == "get_mb_per_s":  # a binary that came back different is marked where it happened
                 bad = [p for p in points if (number(p[2]["binaries"].get("mismatched")) or 0) > 0]
                 mismatched = mismatched or bool(bad)
@@ -62,9 +51,9 @@ def binary_throughput(data: ReportData):
     ticks = sorted(sizes)
     for ax, what in ((put_ax, "PUT"), (get_ax, "GET")):
         ax.set_xscale("log")
-        ax.set_xticks(ticks, [_size_label(t) for t in ticks], rotation=45 if len(ticks) > 4 else 0)
+        ax.set_xticks(ticks, [fmt.binary_size(t) for t in ticks], rotation=45 if len(ticks) > 4 else 0)
         ax.minorticks_off()
-        _log_scale(ax, "y")
+        log_scale(ax, "y")
         ax.set_title(f"{what} binary", loc="left")
         ax.set_ylabel("MB/s (log)")
         ax.grid(True, which="major", alpha=0.35)
@@ -105,17 +94,15 @@ def deep_latency(data: ReportData):
                 tip(line, f"{data.label(e)}: from {fmt.millis(points[0][1])} to {fmt.millis(points[-1][1])}, "
                           f"highest {fmt.millis(max(p[1] for p in points))}")
     for ax, (_, title) in zip(axes, DEEP_SERIES):
-        _log_scale(ax, "y")
+        log_scale(ax, "y")
         ax.set_title(title, loc="left")
         ax.set_ylabel("ms (log)")
         ax.grid(True, which="major", alpha=0.35)
     if spread and max(spread) > 20 * max(1, min(spread)):  # a log axis only when the sizes span one
         from matplotlib.ticker import FuncFormatter
 
-        from lakebench.report.charts import _count_label
-
         axes[-1].set_xscale("log")
-        axes[-1].xaxis.set_major_formatter(FuncFormatter(_count_label))
+        axes[-1].xaxis.set_major_formatter(FuncFormatter(count_label))
     axes[-1].set_xlabel("resources created so far (containers and leaves)")
     outside_legend(fig, title="system")
     shape = entries[0]["deep"]
@@ -156,7 +143,7 @@ def mixed_percentiles(data: ReportData):
                     tip(bars.patches[0], f"{data.label(e)}, {kind}: {label} {fmt.millis(value)}"
                                          f" over {fmt.count(op.get('count'))} operations")
     ax.set_yticks(range(len(kinds)), kinds[::-1])
-    _log_scale(ax, "x")
+    log_scale(ax, "x")
     ax.set_xlabel("time per operation (ms, log scale)")
     ax.grid(True, axis="x", which="major", alpha=0.35)
     handles = [Patch(label=data.label(e), **bar_style(data, e)) for e in entries]

@@ -1,12 +1,13 @@
-"""The report's headline chart, for its summary: each system's time per operation, durability marked.
+"""The summary's headline chart: each system's time per operation, durability marked.
 
-Registered last (name ``headline``): the page code places it on the first screen.
+The page places it on the first screen (:mod:`~lakebench.report.summary`), not among the other charts.
 """
 from __future__ import annotations
 
 from lakebench.report import fmt
-from lakebench.report.chart_style import DASH_KEY, FIG_WIDTH, system_style, tip
-from lakebench.report.charts import _log_scale, chart, new_figure
+from lakebench.report.charts.chart_style import DASH_KEY, FIG_WIDTH, system_style, tip
+from lakebench.report.charts.common import log_scale
+from lakebench.report.charts.registry import chart, new_figure
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path, stats
 
@@ -69,7 +70,7 @@ def headline(data: ReportData):
     ax.set_xscale("log")
     left = min(min(v for k, v in s.items() if k != "n" and v) for _, s in rows)
     ax.set_xlim(left / 1.6, top * 4.5)  # room for the values written at the right
-    _log_scale(ax, "x")  # after the limits: they choose the labels
+    log_scale(ax, "x")  # after the limits: they choose the labels
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel(f"time per {primary} (ms, log)")
     ax.grid(True, axis="x", which="major", alpha=0.35)

@@ -1,20 +1,19 @@
-"""The report's panels over time: memory, CPU and disk of each system, and a Locust run's load.
+"""The panels over time: memory, CPU and disk of each system, and a Locust run's load.
 
 Every chart here stacks its panels over ONE time axis (``sharex``), with the
 same limits for every system, so that the systems and the panels can be
 compared by eye; each system keeps its line style
-(:func:`~lakebench.report.chart_style.system_style`) in every panel.
+(:func:`~.chart_style.system_style`) in every panel.
 """
 from __future__ import annotations
 
 from lakebench.report import fmt
-from lakebench.report.chart_style import DASH_KEY, FIG_WIDTH, outside_legend, system_handle, system_style, tip
-from lakebench.report.charts import _series, chart, new_figure
+from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, outside_legend, system_handle, system_style,
+                                                 tip)
+from lakebench.report.charts.common import LOADING_PHASES, series
+from lakebench.report.charts.registry import chart, new_figure
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
-
-#: The monitor's phases up to the end of the ingest (a checkpoint is a pause within it).
-LOADING_PHASES = ("start", "setup", "ingest", "checkpoint")
 
 #: The panels of the resources chart: (sample key, scale, axis label, what a hover title calls it).
 PANELS = (("rss_bytes", 1e-6, "memory (MB)", "peak RSS"),
@@ -58,7 +57,7 @@ def resources(data: ReportData):
             alpha, lw = (1.0, 1.8) if i == 0 else (0.3, 1.0)
             done = ingest_end(samples)
             for ax, (key, scale, _, what) in zip(axes, panels):
-                t, values = _series(samples, key, scale)
+                t, values = series(samples, key, scale)
                 if not t:
                     continue
                 end = max(end, t[-1])

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from lakebench.monitor import directory_bytes, tree_rss_bytes
 from lakebench.pagecache import drop_page_cache
 from lakebench.prefetch import ChildFeed
+from lakebench.runspec import RunSpec
 from lakebench.results import stats
 from lakebench.systems.base import HttpSystem, Retrieval
 from lakebench.workload import Workload
@@ -61,10 +62,16 @@ class ClientDriver:
 
     name = "client"
 
-    def __init__(self, spec: dict, events):
+    def __init__(self, spec: RunSpec, events):
         self.spec = spec
         self.events = events
         self.outcome = Outcome()
+
+    @property
+    def budget_seconds(self) -> float | None:
+        """How long the workload's ingest may take (``--budget``; None: no bound)."""
+        return self.spec.budget_seconds
+
 
     # -- the one clock ---------------------------------------------------
     def time(self, kind: str, call: Callable[..., Any], *args, **kwargs) -> Any:
@@ -106,7 +113,7 @@ class ClientDriver:
 
     def progress(self, total: int, label: str, unit: str):
         """A progress bar for ``total`` operations (None when progress is off)."""
-        return _progress_bar(total, f"{self.spec['system']} {label}", self.spec.get("progress", False), unit)
+        return _progress_bar(total, f"{self.spec.system} {label}", self.spec.progress, unit)
 
     # -- the seed's operations -------------------------------------------
     def ingest(self, system, dataset: Workload) -> None:
@@ -114,20 +121,20 @@ class ClientDriver:
 
         The children come from a producer process when the runner started one
         (``feed_fd``, see :mod:`lakebench.prefetch`), else they are built here,
-        before each clock starts.  At each of ``spec["checkpoints"]`` children
+        before each clock starts.  At each of ``spec.checkpoints`` children
         the loop pauses for :meth:`_checkpoint`, whose time is in no figure of
-        the ingest; with ``spec["budget_seconds"]`` it stops once the ingest
+        the ingest; with ``spec.budget_seconds`` it stops once the ingest
         time, the sum of the timed calls, reaches the budget.
         """
         outcome, spec, events = self.outcome, self.spec, self.events
         latencies = outcome.times.setdefault("create", [])
         ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
-        budget = spec.get("budget_seconds")
-        checkpoint_at = set(spec.get("checkpoints") or ())
+        budget = spec.budget_seconds
+        checkpoint_at = set(spec.checkpoints)
         generate_cpu = 0.0  # CPU this process spent building or receiving children
         generate_seconds = 0.0  # wall time spent building children, here or in the producer
-        feed = ChildFeed(dataset, spec["feed_fd"]) if spec.get("feed_fd") is not None else None
-        bar = _progress_bar(dataset.children, spec["system"], spec.get("progress", False))
+        feed = ChildFeed(dataset, spec.feed_fd) if spec.feed_fd is not None else None
+        bar = _progress_bar(dataset.children, spec.system, spec.progress)
         self.phase("ingest")
         wall_start = time.perf_counter()
         for index in range(dataset.children):
@@ -173,8 +180,8 @@ class ClientDriver:
         """
         times = []
         retrieval = None
-        cold = self.spec.get("cold", False)
-        for _ in range(self.spec.get("retrievals", 3)):
+        cold = self.spec.cold
+        for _ in range(self.spec.retrievals):
             if cold:
                 cold = drop_page_cache()  # once refused, the rest are warm too
             t0 = time.perf_counter()
@@ -222,11 +229,17 @@ class LocustDriver:
 
     name = "locust"
 
-    def __init__(self, spec: dict, events):
+    def __init__(self, spec: RunSpec, events):
         self.spec = spec
         self.events = events
         self.outcome = Outcome()
         self._retrievals: dict | None = None
+
+    @property
+    def budget_seconds(self) -> float | None:
+        """How long the workload's ingest may take (``--budget``; None: no bound)."""
+        return self.spec.budget_seconds
+
 
     def phase(self, name: str) -> None:
         self.events.send("phase", phase=name)
@@ -236,11 +249,10 @@ class LocustDriver:
         from lakebench.locust.record import over_time
 
         if not isinstance(system, HttpSystem):
-            raise NotApplicable(f"--driver locust drives HTTP systems only; {self.spec['system']} runs in-process")
+            raise NotApplicable(f"--driver locust drives HTTP systems only; {self.spec.system} runs in-process")
         self.phase("ingest")
-        users = self.spec.get("users", 1)
-        bar = _progress_bar(dataset.children, f"{self.spec['system']} ({users} users)",
-                            self.spec.get("progress", False))
+        users = self.spec.users
+        bar = _progress_bar(dataset.children, f"{self.spec.system} ({users} users)", self.spec.progress)
 
         def progress(done: int) -> None:  # from a greenlet beside the users, twice a second
             self.events.send("progress", children=done)
@@ -248,7 +260,7 @@ class LocustDriver:
                 bar.update(done - bar.n)
 
         out = ingest_with_locust(system.base_url, dataset, users=users,
-                                 budget_seconds=self.spec.get("budget_seconds"), on_progress=progress)
+                                 budget_seconds=self.spec.budget_seconds, on_progress=progress)
         # The ingest's wall time: from the first PUT's start to the last one's end, by Locust's
         # clock (the call also reads the parent's three Prefer variants after the PUTs).
         wall = out.get("ingest_seconds") or 0.0
@@ -285,14 +297,14 @@ class LocustDriver:
         from lakebench.locust.driver import read_parent_with_locust
 
         self.phase("retrieve")
-        cold = self.spec.get("cold", False)
+        cold = self.spec.cold
 
         def before_each():
             nonlocal cold
             if cold:
                 cold = drop_page_cache()  # once refused, the rest are warm too
 
-        got = read_parent_with_locust(system.base_url, system.parent_url, self.spec.get("retrievals", 3),
+        got = read_parent_with_locust(system.base_url, system.parent_url, self.spec.retrievals,
                                       before_each)
         last = got[-1]
         self.outcome.retrieval = Retrieval(body=last["body"], parent_uri=system.parent_url,
@@ -311,7 +323,7 @@ class LocustDriver:
 
         self.phase("mixed")
         state = run_mixed(system.base_url, dataset, weights, existing=self.outcome.created(),
-                          users=self.spec.get("users", 1), duration=duration, operations=operations)
+                          users=self.spec.users, duration=duration, operations=operations)
         for kind, seconds in state.times.items():
             self.outcome.times.setdefault(kind, []).extend(seconds)
         for kind, count in state.errors.items():

@@ -33,6 +33,7 @@ Run as ``python -m lakebench.runner SPEC_JSON EVENT_FD`` it is that worker.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import resource
@@ -49,6 +50,7 @@ from pathlib import Path
 
 from lakebench import drivers, environment, prefetch, results, systems, workloads
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
+from lakebench.runspec import RunSpec
 from lakebench.systems.base import HttpSystem
 from lakebench.workload import Workload
 from lakebench.workloads.base import count_containment
@@ -168,16 +170,15 @@ class _Events:
         self._file.flush()
 
 
-def worker(spec: dict, events: _Events) -> dict:
+def worker(spec: RunSpec, events: _Events) -> dict:
     """Measure one system once; returns the run record (also sent as an event).
 
     A system that fails is still closed, so a server it started does not
     outlive the run.
     """
-    dataset = Workload(**spec["dataset"])
-    scenario = workloads.load(spec["workload"]["name"])(dataset, spec["workload"].get("params"))
-    system_cls = systems.load_target(spec["target"])
-    system = system_cls(Path(spec["data_dir"]), dataset, spec.get("options"))
+    scenario = workloads.load(spec.workload)(spec.dataset, spec.params)
+    system_cls = systems.load_target(spec.target)
+    system = system_cls(Path(spec.data_dir), spec.dataset, spec.options)
     try:
         return _measure(system, scenario, spec, events)
     except BaseException:
@@ -186,18 +187,18 @@ def worker(spec: dict, events: _Events) -> dict:
         raise
 
 
-def _measure(system, scenario, spec: dict, events: _Events) -> dict:
-    driver_name = spec.get("driver", "client")
+def _measure(system, scenario, spec: RunSpec, events: _Events) -> dict:
+    driver_name = spec.driver
     record: dict = {
-        "system": spec["system"],
-        "run": spec["run"],
+        "system": spec.system,
+        "run": spec.run,
         "durability": system.durability,
         "transport": system.transport,
         "driver": driver_name,
-        **({"users": spec.get("users", 1)} if driver_name == "locust" else {}),
+        **({"users": spec.users} if driver_name == "locust" else {}),
     }
     if driver_name == "locust" and not isinstance(system, HttpSystem):
-        raise ValueError(f"--driver locust drives HTTP systems only; {spec['system']} runs in-process")
+        raise ValueError(f"--driver locust drives HTTP systems only; {spec.system} runs in-process")
     events.send("phase", phase="setup")
     if driver_name == "locust":
         system.connect()  # Locust creates the parent itself
@@ -254,7 +255,7 @@ def _measure(system, scenario, spec: dict, events: _Events) -> dict:
         }
     )
     events.send("phase", phase="tail")
-    time.sleep(spec.get("tail_seconds", 0))
+    time.sleep(spec.tail_seconds)
     events.send("phase", phase="close")
     system.close()
     record["disk_bytes"] = directory_bytes(disk_path)
@@ -267,8 +268,8 @@ def _measure(system, scenario, spec: dict, events: _Events) -> dict:
 
 
 def _worker_main(argv: list[str]) -> int:
-    spec = json.loads(argv[0])
-    if spec.get("driver") == "locust":
+    spec = RunSpec.from_json(argv[0])
+    if spec.driver == "locust":
         # Locust runs on gevent: patch before the system imports ssl/urllib3.
         from gevent import monkey
 
@@ -296,43 +297,38 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     if data_dir.exists():
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True)
-    spec = {
-        "system": name,
-        "target": systems.target(name),
-        "run": run_index,
-        "data_dir": str(data_dir),
-        "dataset": {
-            "children": w.children,
-            "triples": w.triples,
-            "literal_length": w.literal_length,
-            "seed": w.seed,
-            "parent": w.parent,
-        },
-        "workload": {"name": config.workload, "params": dict(c.params)},
-        "retrievals": config.retrievals,
-        "tail_seconds": config.tail_seconds,
-        "progress": config.progress,
-        "cold": config.cold,
-        "driver": config.driver,
-        "users": config.users,
-        "options": config.options,
-        "budget_seconds": config.budget_seconds,
+    spec = RunSpec(
+        system=name,
+        target=systems.target(name),
+        run=run_index,
+        data_dir=str(data_dir),
+        dataset=w,
+        workload=config.workload,
+        params=dict(c.params),
+        retrievals=config.retrievals,
+        tail_seconds=config.tail_seconds,
+        progress=config.progress,
+        cold=config.cold,
+        driver=config.driver,
+        users=config.users,
+        options=dict(config.options or {}),
+        budget_seconds=config.budget_seconds,
         # Locust's users take no checkpoints (a read among concurrent PUTs would time the PUTs too).
-        "checkpoints": checkpoint_sizes(w.children, config.checkpoints) if _takes_checkpoints(config) else [],
-    }
+        checkpoints=tuple(checkpoint_sizes(w.children, config.checkpoints)) if _takes_checkpoints(config) else (),
+    )
     # lakebench's own loop gets its children from a producer process where a
     # core is free for it; Locust users build their own (lakebench.locust).
     producer = feed_fd = None
     if config.driver == "client" and config.prefetch and prefetch.core_free():
         producer, feed_fd = prefetch.start_producer(w)
-        spec["feed_fd"] = feed_fd
+        spec = dataclasses.replace(spec, feed_fd=feed_fd)
     # The dirty pages an earlier measurement left (gigabytes, at scale) are
     # written now, so that the kernel's write-back of them is not timed here.
     os.sync()
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lakebench.runner", json.dumps(spec), str(write_fd)],
+            [sys.executable, "-m", "lakebench.runner", spec.to_json(), str(write_fd)],
             pass_fds=(write_fd,) if feed_fd is None else (write_fd, feed_fd),
             stdin=subprocess.DEVNULL,
         )

@@ -91,7 +91,7 @@ class Binaries(Scenario):
         size, count, seed = self.params["binary_size"], self.dataset.children, self.dataset.seed
         sampled = set(sample_indices(seed, count))
         expected: dict[int, bytes] = {}  # sampled index -> SHA-256 of the bytes sent
-        budget = driver.spec.get("budget_seconds")
+        budget = driver.budget_seconds
         put_seconds = 0.0
 
         def build(index: int) -> bytes:

@@ -168,7 +168,7 @@ class Deep(Scenario):
         middle = tree.middle(root)
         containers = leaves = reads = verified = 0
         series = []
-        budget = driver.spec.get("budget_seconds")
+        budget = driver.budget_seconds
 
         def timed(kind, call, *args):
             """One operation through the driver; (its result, its seconds), (None, None) if refused."""

@@ -229,11 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("store_dir", type=Path, metavar="DIR", help="store directory (holds data.mdb)")
     compact.set_defaults(func=cmd_compact)
 
-    from lakebench import compare, fcrepo, lakesuperior, report, server
+    from lakebench import compare, report, server
 
     compare.add_parser(sub)
-    fcrepo.add_parser(sub)
-    lakesuperior.add_parser(sub)
+    for command in systems.SERVERS.values():  # fcrepo, lakesuperior: fetch|start|stop|status
+        systems.load_target(command).add_parser(sub)
     report.add_parser(sub)
     server.add_parser(sub)
     return parser

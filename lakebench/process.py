@@ -1,11 +1,12 @@
-"""Child processes: servers (a free port, waiting until one answers, stopping
-those left at exit) and calls that may crash (:func:`call_in_child`).
+"""Child processes: servers (:class:`ServerProcess`: started, awaited, found
+again, stopped) and calls that may crash (:func:`call_in_child`).
 
 One place for what Fedora, LAKEsuperior and ``lakebench serve`` all need
-when lakebench starts them (:mod:`lakebench.fcrepo`,
-:mod:`lakebench.lakesuperior`, :mod:`lakebench.systems.lmdb_http`), and
-for C code that may die of a signal on damaged input (the store's check,
-:mod:`lakebench.store.preflight`).  Everything here talks to 127.0.0.1 only.
+when lakebench starts them (:mod:`lakebench.systems.fcrepo`,
+:mod:`lakebench.systems.lakesuperior`, :mod:`lakebench.systems.lmdb_http`,
+the server tests), and for C code that may die of a signal on damaged
+input (the store's check, :mod:`lakebench.store.preflight`).  Everything
+here talks to 127.0.0.1 only.
 
 >>> port = free_port()
 >>> 1024 <= port < 65536 and port_is_free(port)
@@ -16,6 +17,7 @@ True
 from __future__ import annotations
 
 import atexit
+import contextlib
 import faulthandler
 import json
 import os
@@ -30,6 +32,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
+
+import psutil
 
 # Loopback requests must never go through an HTTP proxy from the environment.
 _LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -63,49 +67,209 @@ def http_status(url: str, timeout: float = 5.0) -> int | None:
         return None
 
 
-def log_tail(path: Path, lines: int = 20) -> str:
+def log_tail(path: Path | None, lines: int = 20) -> str:
     """The last lines of a server's log, indented, for an error message."""
     try:
-        text = Path(path).read_text(errors="replace")
+        text = Path(path).read_text(errors="replace") if path is not None else ""
     except OSError:
         return "(no log)"
     tail = text.splitlines()[-lines:]
     return "\n".join("    " + line for line in tail) if tail else "(log is empty)"
 
 
-def wait_ready(popen: subprocess.Popen, url: str, timeout: float, *, what: str, log_path: Path,
-               error: Callable[[str], Exception], interval: float = 0.2) -> None:
-    """Return once ``url`` answers 200; raise ``error(message)`` if the process
-    exits first or ``timeout`` seconds pass.
+# -- servers ---------------------------------------------------------------------
+class ServerProcess:
+    """A server lakebench runs as a child process (:meth:`start`), or found again
+    from its state file by another lakebench process (:meth:`find`).
 
-    The message's first line says what happened; the lines after it quote the
-    end of the log, so a caller that shows one line can keep the rest aside.
+    ``pid`` and ``create_time`` together name it: a pid read from a state file
+    may since have been given to an unrelated process, which must never be
+    signalled, so a process whose start time differs is taken as gone.  Only
+    the process that started the server holds its ``Popen``: it waits through
+    it (which reaps the child and keeps its exit code); any other polls with
+    psutil.  A context manager: the server is stopped on exit.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        code = popen.poll()
-        if code is not None:
-            raise error(f"{what} exited with code {code} while starting\n"
-                        f"{log_path} ends with:\n{log_tail(log_path)}")
-        if http_status(url, timeout=5) == 200:
-            return
-        if time.monotonic() > deadline:
-            raise error(f"{what} did not answer 200 at {url} within {timeout:g} s\n"
-                        f"{log_path} ends with:\n{log_tail(log_path)}")
-        time.sleep(interval)
+
+    def __init__(self, pid: int, create_time: float, *, popen: subprocess.Popen | None = None,
+                 log_path: str | Path | None = None, state_path: str | Path | None = None,
+                 state: dict | None = None):
+        self.pid = pid
+        self.create_time = create_time
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.state_path = Path(state_path) if state_path is not None else None
+        #: What the state file holds beside pid, create_time and log (port, version, ...).
+        self.state = dict(state or {})
+        self._popen = popen
+
+    @classmethod
+    def start(cls, argv: list, log_path: str | Path, *, cwd: str | Path | None = None, env: dict | None = None,
+              detach: bool = False, append: bool = False, header: str | None = None,
+              state_path: str | Path | None = None, state: dict | None = None) -> ServerProcess:
+        """Run ``argv`` (stdin closed, stdout and stderr to ``log_path``) and return at once.
+
+        The log is truncated (``append``: added to), and ``header``, if given,
+        is its first line.  ``detach`` starts the server in a session of its
+        own: Ctrl-C in the caller's terminal does not reach it, and it
+        outlives the caller.  With ``state_path`` the state file is written
+        now, before the server is ready, so that a ``stop`` from another
+        process finds a server that is still booting.
+        """
+        with open(log_path, "ab" if append else "wb") as log:
+            if header is not None:
+                log.write((header + "\n").encode())
+                log.flush()
+            popen = subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=detach)
+        try:
+            create_time = psutil.Process(popen.pid).create_time()
+        except psutil.Error:
+            create_time = time.time()  # already gone: wait_ready says so
+        server = cls(popen.pid, create_time, popen=popen, log_path=log_path, state_path=state_path, state=state)
+        if state_path is not None:
+            _write_state(Path(state_path), {"pid": server.pid, "create_time": create_time,
+                                             "log": str(server.log_path), **server.state})
+        return server
+
+    @classmethod
+    def find(cls, state_path: str | Path) -> ServerProcess | None:
+        """The server a state file names if that very process still runs; else None
+        (no file, an unreadable one, or its pid ended or reused)."""
+        state = _read_state(Path(state_path))
+        try:
+            pid, create_time = int(state.pop("pid")), float(state.pop("create_time"))
+        except (KeyError, TypeError, ValueError):
+            return None
+        log = state.pop("log", None)
+        server = cls(pid, create_time, log_path=log, state_path=state_path, state=state)
+        return server if server.is_running() else None
+
+    def wait_ready(self, url: str, timeout: float, *, what: str, error: Callable[[str], Exception] = RuntimeError,
+                   ready: tuple[int, ...] = (200,), interval: float = 0.2) -> None:
+        """Return once a GET of ``url`` answers one of the ``ready`` statuses.
+
+        If the server exits first, or ``timeout`` seconds pass, or the wait is
+        interrupted (Ctrl-C), it is stopped, never left half-started, and
+        ``error(message)`` raised (the interruption itself for Ctrl-C).  The
+        message's first line says what happened; the lines after it quote the
+        end of the log, so a caller that shows one line can keep the rest aside.
+        """
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                if not self.is_running():
+                    raise error(f"{what} exited with code {self.returncode} while starting\n"
+                                f"{self.log_path} ends with:\n{log_tail(self.log_path)}")
+                if http_status(url, timeout=5) in ready:
+                    return
+                if time.monotonic() > deadline:
+                    raise error(f"{what} did not answer {' or '.join(map(str, ready))} at {url} within {timeout:g} s\n"
+                                f"{self.log_path} ends with:\n{log_tail(self.log_path)}")
+                time.sleep(interval)
+        except BaseException:
+            self.stop(timeout=10)
+            raise
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code, once ended, of a server this process started; None otherwise."""
+        return self._popen.poll() if self._popen is not None else None
+
+    def process(self) -> psutil.Process | None:
+        """The live server process, or None if it ended (a zombie counts as ended) or its pid
+        now names another process."""
+        try:
+            proc = psutil.Process(self.pid)
+            if abs(proc.create_time() - self.create_time) > 1.0 or proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return proc
+        except psutil.Error:
+            return None
+
+    def processes(self) -> list[psutil.Process]:
+        """The server and every process under it (gunicorn's workers, say)."""
+        proc = self.process()
+        if proc is None:
+            return []
+        try:
+            return [proc] + proc.children(recursive=True)
+        except psutil.Error:
+            return [proc]
+
+    def is_running(self) -> bool:
+        """Whether the server process is alive (it may still be booting)."""
+        if self._popen is not None and self._popen.poll() is not None:
+            return False
+        return self.process() is not None
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM, up to ``timeout`` seconds for the whole tree to end, then SIGKILL to what is left.
+
+        Only the server itself gets SIGTERM: it stops its own children in its
+        own way (gunicorn's master its workers).  The tree is collected
+        before, so a child the server failed to stop is still waited for and
+        killed.  The state file goes (if it still names this process).
+        Returns :attr:`returncode`.  Stopping a stopped server does nothing.
+        """
+        tree = self.processes()
+        if tree:
+            _send(tree[:1], signal.SIGTERM)
+            left = self._wait(tree, timeout)
+            _send(left, signal.SIGKILL)
+            self._wait(left, 10.0)
+        return self._ended()
+
+    def kill(self) -> int | None:
+        """SIGKILL the server and every process under it, as a crash would (no handler runs,
+        nothing is flushed); returns once all are gone, so that the port and the files are free."""
+        tree = self.processes()
+        _send(tree, signal.SIGKILL)  # the server first: it cannot start another child meanwhile
+        self._wait(tree, 10.0)
+        return self._ended()
+
+    def _wait(self, procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+        """Those of ``procs`` still alive after at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        popen = self._popen
+        ours = [p for p in procs if p.pid == self.pid] if popen is not None else []
+        if popen is not None and ours:  # our own child: waited for through Popen (reaped, exit code kept)
+            procs = [p for p in procs if p.pid != self.pid]
+            try:
+                popen.wait(timeout)
+                ours = []
+            except subprocess.TimeoutExpired:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=max(0.0, deadline - time.monotonic()))
+        return ours + alive
+
+    def _ended(self) -> int | None:
+        if self.state_path is not None and _read_state(self.state_path).get("pid") == self.pid:
+            self.state_path.unlink(missing_ok=True)
+        return self.returncode
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
-def read_state(path: Path) -> dict:
-    """A server's state file (pid, port, ...), or {} when absent or unreadable."""
+def _send(procs: list[psutil.Process], sig: int) -> None:
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(sig)
+
+
+def _read_state(path: Path) -> dict:
+    """A server's state file, or {} when absent or unreadable."""
     try:
-        return json.loads(Path(path).read_text())
+        state = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {}
+    return state if isinstance(state, dict) else {}
 
 
-def write_state(path: Path, state: dict) -> None:
+def _write_state(path: Path, state: dict) -> None:
     """Write a server's state file atomically (a reader sees the old or the new one)."""
-    path = Path(path)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(state, indent=2) + "\n")
     os.replace(tmp, path)

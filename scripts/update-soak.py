@@ -26,7 +26,7 @@ import time
 import psutil
 import urllib3
 
-from lakebench.process import free_port
+from lakebench.process import ServerProcess, free_port
 
 CHILDREN = 100
 ALPHABET = "abcdefghijklmnopqrstuvwxyzéèàùçøåæœ你好世界ÄÖÜß0123456789"
@@ -41,9 +41,8 @@ def main() -> int:
 
     port = free_port()
     base = f"http://127.0.0.1:{port}/"
-    server = subprocess.Popen([sys.executable, "-m", "lakebench.cli", "serve", "--data", args.data,
-                               "--port", str(port), "--durability", "nosync"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = ServerProcess.start([sys.executable, "-m", "lakebench.cli", "serve", "--data", args.data,
+                                  "--port", str(port), "--durability", "nosync"], os.devnull, detach=True)
     http = urllib3.PoolManager(maxsize=1, retries=False)
     rng = random.Random(1)
 
@@ -60,12 +59,7 @@ def main() -> int:
         return literals
 
     try:
-        for _ in range(300):
-            try:
-                if http.request("GET", base).status == 200:
-                    break
-            except urllib3.exceptions.HTTPError:
-                time.sleep(0.1)
+        server.wait_ready(base, 30, what="lakebench serve", interval=0.1)
         held = {i: put(i) for i in range(CHILDREN)}
         rows, requests, start, next_sample = [], 0, time.monotonic(), 0.0
         while time.monotonic() - start < args.seconds:
@@ -87,8 +81,7 @@ def main() -> int:
                 print(rows[-1], flush=True)
                 next_sample += 10
     finally:
-        server.terminate()
-        server.wait(60)
+        server.stop(timeout=60)
     with open(args.out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -1,4 +1,4 @@
-"""Tests for lakebench.fcrepo: fetching, starting and stopping Fedora.
+"""Tests for lakebench.systems.fcrepo: fetching, starting and stopping Fedora.
 
 The first part needs no JVM: downloads are served by a local http.server on
 127.0.0.1, processes are plain Python children.  The tests marked
@@ -24,7 +24,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lakebench import fcrepo, process
+from lakebench import process
+from lakebench.systems import fcrepo
 
 JETTY_KEY = ("org.eclipse.jetty", "jetty-runner", fcrepo.JETTY_RUNNER_VERSION, "jar")
 FAKE_WAR = b"not really a war, but bytes to checksum\n" * 1000
@@ -432,12 +433,12 @@ def test_cli_start_status_stop_across_processes(tmp_path):
     data = tmp_path / "data"
 
     def cli(*argv: str) -> subprocess.CompletedProcess:
-        code = ("import argparse, sys; from lakebench import fcrepo\n"
+        code = ("import argparse, sys; from lakebench.systems import fcrepo\n"
                 "p = argparse.ArgumentParser(prog='lakebench'); fcrepo.add_parser(p.add_subparsers())\n"
                 "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n")
         return subprocess.run([sys.executable, "-c", code, "fcrepo", *argv, "--data", str(data)],
                               capture_output=True, text=True, timeout=240,
-                              cwd=Path(fcrepo.__file__).parent.parent)
+                              cwd=Path(fcrepo.__file__).parents[3])
 
     started = cli("start", "--heap", "1g")
     assert started.returncode == 0, started.stderr

@@ -1,4 +1,4 @@
-"""Tests for lakebench.lakesuperior and lakebench.lakesuperior_py311.
+"""Tests for lakebench.systems.lakesuperior and its py311 adaptation.
 
 The first part needs no server: the C adaptation on synthetic text, the
 checksum of the sdist, the command line.  The tests marked ``lakesuperior``
@@ -20,7 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lakebench import lakesuperior, lakesuperior_py311
+from lakebench.systems import lakesuperior
+from lakebench.systems.lakesuperior import install
+from lakebench.systems.lakesuperior import py311 as lakesuperior_py311
 
 # -- the C adaptation ---------------------------------------------------------
 
@@ -110,9 +112,9 @@ def test_sdist_with_a_wrong_checksum_is_discarded(tmp_path, monkeypatch):
         dest = Path(cmd[cmd.index("-d") + 1])
         (dest / lakesuperior.SDIST_NAME).write_bytes(b"not the sdist")
 
-    monkeypatch.setattr(lakesuperior, "_run", fake_pip_download)
+    monkeypatch.setattr(install, "_run", fake_pip_download)
     with pytest.raises(lakesuperior.LakesuperiorError, match="checksum mismatch"):
-        lakesuperior._fetch_sdist(inst, tmp_path / "log", {}, False)
+        install._fetch_sdist(inst, tmp_path / "log", {}, False)
     assert not inst.sdist.exists()
     assert [p.name for p in inst.root.iterdir()] == []  # no partial download left
 
@@ -121,9 +123,9 @@ def test_a_corrupt_cached_sdist_is_downloaded_again(tmp_path, monkeypatch):
     inst = _installation(tmp_path)
     inst.sdist.write_bytes(b"corrupted")
     calls = []
-    monkeypatch.setattr(lakesuperior, "_run", lambda cmd, *a, **k: calls.append(cmd))
+    monkeypatch.setattr(install, "_run", lambda cmd, *a, **k: calls.append(cmd))
     with pytest.raises(lakesuperior.LakesuperiorError, match="did not produce"):
-        lakesuperior._fetch_sdist(inst, tmp_path / "log", {}, False)
+        install._fetch_sdist(inst, tmp_path / "log", {}, False)
     assert calls and "download" in calls[0] and not inst.sdist.exists()
 
 
@@ -133,7 +135,7 @@ def test_nothing_installed_in_an_empty_cache(tmp_path):
 
 def test_other_pythons_are_refused_before_any_download(tmp_path):
     with pytest.raises(lakesuperior.LakesuperiorError, match="Python 3.11"):
-        lakesuperior._check_python(sys.executable if sys.version_info[:2] != (3, 11) else "/bin/false")
+        install._check_python(sys.executable if sys.version_info[:2] != (3, 11) else "/bin/false")
 
 
 def test_requirements_are_all_pinned_and_hold_no_cython():
@@ -227,7 +229,7 @@ def test_the_adapted_c_is_what_was_built(installation, tmp_path):
     code = ("import traceback\nfrom lakesuperior.model.rdf.graph import Graph\n"
             "try:\n    Graph(None, uri='x')\nexcept Exception:\n    print(traceback.format_exc())\n")
     out = subprocess.run([str(installation.python), "-c", code], capture_output=True, text=True,
-                         cwd=tmp_path, env=lakesuperior._clean_env())
+                         cwd=tmp_path, env=lakesuperior.clean_env())
     assert 'File "lakesuperior/model/rdf/graph.pyx", line ' in out.stdout, out.stdout + out.stderr
     assert "line -1" not in out.stdout
 
@@ -312,7 +314,7 @@ def test_cli_start_status_stop_across_processes(installation, tmp_path):
     def cli(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "lakebench.cli", "lakesuperior", *argv, "--data", str(data)],
                               capture_output=True, text=True, timeout=240,
-                              cwd=Path(lakesuperior.__file__).parent.parent)
+                              cwd=Path(lakesuperior.__file__).parents[3])
 
     started = cli("start")
     assert started.returncode == 0, started.stderr

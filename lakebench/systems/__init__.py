@@ -1,6 +1,9 @@
-"""Registry of measured systems: name -> "module:Class".
+"""Registry of measured systems: name -> "module:Class"; and of the external servers
+lakebench installs and runs: command name -> "module:COMMAND".
 
-Adding a system is one module in this package and one line here.  Modules
+Adding a system is one module in this package (a folder for an external
+server, see :mod:`lakebench.systems.external`) and one line here, plus one
+in ``SERVERS`` for its ``lakebench NAME fetch|start|stop|status``.  Modules
 are imported only when their system is run, so a missing optional
 dependency of one system never stops the others.
 """
@@ -14,12 +17,18 @@ SYSTEMS: dict[str, str] = {
     "lmdb-nosync": "lakebench.systems.lmdb:LmdbNosyncSystem",
     "memory": "lakebench.systems.memory:MemorySystem",
     "oxigraph": "lakebench.systems.oxigraph:OxigraphSystem",
-    "fcrepo": "lakebench.systems.fcrepo:FcrepoSystem",
-    "fcrepo6": "lakebench.systems.fcrepo:Fcrepo6System",
-    "lakesuperior": "lakebench.systems.lakesuperior:LakesuperiorSystem",
+    "fcrepo": "lakebench.systems.fcrepo.system:FcrepoSystem",
+    "fcrepo6": "lakebench.systems.fcrepo.system:Fcrepo6System",
+    "lakesuperior": "lakebench.systems.lakesuperior.system:LakesuperiorSystem",
     "ldp": "lakebench.systems.ldp:LdpSystem",
     "lmdb-http": "lakebench.systems.lmdb_http:LmdbHttpSystem",
     "lmdb-http-nosync": "lakebench.systems.lmdb_http:LmdbHttpNosyncSystem",
+}
+
+#: ``lakebench NAME fetch|start|stop|status``: a :class:`lakebench.systems.external.Command` each.
+SERVERS: dict[str, str] = {
+    "fcrepo": "lakebench.systems.fcrepo.server:COMMAND",
+    "lakesuperior": "lakebench.systems.lakesuperior.server:COMMAND",
 }
 
 

@@ -3,12 +3,11 @@
 The runner's worker starts ``lakebench serve`` on a free loopback port with
 a fresh data directory, drives it with exactly the client and requests used
 for Fedora, watches the server's process tree (master and workers) and its
-data directory, and stops it with SIGTERM afterwards.
+data directory, and stops it afterwards (:class:`lakebench.process.ServerProcess`:
+SIGTERM, then SIGKILL for what is left after 30 s).
 """
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 
 from lakebench import process
@@ -57,17 +56,10 @@ class LmdbHttpSystem(LdpSystem):
         ]
         if "client_timeout" in self.options:
             command += ["--client-timeout", str(self.options["client_timeout"])]
-        self._log = open(self.log_path, "wb")
-        self.server = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL)
+        self.server = process.ServerProcess.start(command, self.log_path)
         self.server_pid = self.server.pid
         base = f"http://127.0.0.1:{port}/"
-        try:
-            process.wait_ready(self.server, base, READY_TIMEOUT, what="lakebench serve", log_path=self.log_path,
-                               error=SystemFailure, interval=0.1)
-        except SystemFailure:
-            self.close()
-            raise
+        self.server.wait_ready(base, READY_TIMEOUT, what="lakebench serve", error=SystemFailure, interval=0.1)
         return base
 
     def disk_path(self):
@@ -75,16 +67,8 @@ class LmdbHttpSystem(LdpSystem):
 
     def close(self) -> None:
         super().close()
-        server = getattr(self, "server", None)
-        if server is not None and server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        if getattr(self, "_log", None) is not None:
-            self._log.close()
+        if getattr(self, "server", None) is not None:
+            self.server.stop(timeout=30)
 
 
 class LmdbHttpNosyncSystem(LmdbHttpSystem):

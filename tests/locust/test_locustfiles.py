@@ -168,7 +168,7 @@ def test_forked_workers_share_one_dispenser_then_the_read_mix(fake_ldp, tmp_path
 
 @pytest.fixture(scope="module")
 def fedora(tmp_path_factory):
-    from lakebench import fcrepo
+    from lakebench.systems import fcrepo
 
     with fcrepo.start(data_dir=tmp_path_factory.mktemp("fedora")) as server:
         yield server

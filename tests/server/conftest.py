@@ -5,7 +5,7 @@ Two ways to reach the server:
 * ``serve(...)`` starts a real ``lakebench serve`` (gunicorn) in a
   subprocess, on a free loopback port, with a fresh data directory, and
   stops it with SIGTERM at the end of the test (``server`` is one such,
-  shared by a module);
+  shared by a module); the process is a :class:`lakebench.process.ServerProcess`;
 * ``repository`` / ``wsgi`` drive :class:`Repository` and the WSGI
   application in-process, for what needs no sockets.
 """
@@ -14,18 +14,15 @@ from __future__ import annotations
 import http.client
 import io
 import os
-import signal
 import socket
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 import lakebench
-from lakebench.process import free_port  # noqa: F401 - the tests import it from here
+from lakebench.process import ServerProcess, free_port  # noqa: F401 - the tests import free_port from here
 from lakebench.server.app import LdpApplication
 from lakebench.server.repository import LDP, Repository
 
@@ -48,14 +45,14 @@ class Response:
 
 
 class Server:
-    """One ``lakebench serve`` subprocess (its own process group)."""
+    """One ``lakebench serve`` subprocess (its own session)."""
 
     def __init__(self, data: Path, log: Path, *args: str, port: int | None = None):
         self.data = Path(data)
         self.log_path = Path(log)
         self.args = list(args)
         self.port = port or free_port()
-        self.proc: subprocess.Popen | None = None
+        self.proc: ServerProcess | None = None
 
     @property
     def base(self) -> str:
@@ -65,65 +62,28 @@ class Server:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
         env.pop("PYTHONWARNINGS", None)
-        log = open(self.log_path, "ab")
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "lakebench.cli", "serve", "--data", str(self.data),
-                 "--port", str(self.port), *self.args],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True,  # its own process group: kill() reaches the workers too
-            )
-        finally:
-            log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"lakebench serve exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if self.request("GET", "/", timeout=2).status == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"lakebench serve did not answer within {timeout} s:\n{self.log()}")
+        self.proc = ServerProcess.start(
+            [sys.executable, "-m", "lakebench.cli", "serve", "--data", str(self.data), "--port", str(self.port),
+             *self.args], self.log_path, env=env, append=True, detach=True)
+        self.proc.wait_ready(self.base, timeout, what="lakebench serve", interval=0.1)
+        return self
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.proc is not None and self.proc.is_running()
 
     def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM to gunicorn's master; its exit code."""
+        """SIGTERM to gunicorn's master (SIGKILL for what is left after ``timeout``); its exit code."""
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise
-        return self.proc.returncode
+        return self.proc.stop(timeout)
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (master and workers) at once."""
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(10)
-        # Workers are in the same group; wait until none is left holding the store.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(self.proc.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.05)
+        """SIGKILL the master and its workers at once; returns when none is left holding the store."""
+        if self.proc is not None:
+            self.proc.kill()
 
     # -- requests ----------------------------------------------------------
     def connection(self, timeout: float = 30.0) -> http.client.HTTPConnection:

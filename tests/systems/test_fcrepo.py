@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from lakebench import fcrepo
+from lakebench.systems import fcrepo
 from lakebench.runner import RunConfig, count_containment, run
 from lakebench.systems.base import SystemFailure
 from lakebench.systems.ldp import LdpSystem

@@ -4,9 +4,9 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from lakebench import lakesuperior
+from lakebench.systems import lakesuperior
 from lakebench.systems.base import SystemFailure
-from lakebench.systems.lakesuperior import AbsoluteIriChild, LakesuperiorSystem, absolute_iris
+from lakebench.systems.lakesuperior.system import AbsoluteIriChild, LakesuperiorSystem, absolute_iris
 from lakebench.workload import Workload
 
 # -- the Turtle it is sent (no server) -------------------------------------------

@@ -1,7 +1,7 @@
 """LAKEsuperior 1.0.0a21, the seed report's second system, over LDP.
 
-lakebench installs and starts it (``lakebench.lakesuperior``: its own
-virtualenv, prod mode, one gunicorn sync worker by default, loopback only,
+lakebench installs and starts it (:mod:`lakebench.systems.lakesuperior`: its
+own virtualenv, prod mode, one gunicorn sync worker by default, loopback only,
 no message queue route), drives it with the generic LDP client, watches the
 gunicorn master and its workers and the repository directory (the LMDB
 graph store and the empty binary store, not the logs), and stops the whole
@@ -43,9 +43,11 @@ import re
 from functools import cached_property
 from urllib.parse import urljoin
 
-from lakebench import lakesuperior
 from lakebench.argtypes import Bounded
 from lakebench.systems.base import Option, SystemFailure
+from lakebench.systems.lakesuperior.config import DEFAULT_WORKERS
+from lakebench.systems.lakesuperior.install import VERSION, LakesuperiorError
+from lakebench.systems.lakesuperior.server import LDP_ROOT, start
 from lakebench.systems.ldp import TURTLE, LdpSystem, expect
 
 #: The lexical tokens of Turtle that may hold ``<...>``: long and short
@@ -121,9 +123,9 @@ class AbsoluteIriWorkload:
 class LakesuperiorSystem(LdpSystem):
     name = "lakesuperior"
     durability = "durable"
-    version = lakesuperior.VERSION
+    version = VERSION
     OPTIONS = {"server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64),
-                                        lakesuperior.DEFAULT_WORKERS)}
+                                        DEFAULT_WORKERS)}
 
     @classmethod
     def option_values(cls, options: dict) -> dict:
@@ -134,10 +136,10 @@ class LakesuperiorSystem(LdpSystem):
         self.server = None
         if self.options.get("system_url"):
             return self.options["system_url"]
-        workers = int(self.options.get("server_workers") or lakesuperior.DEFAULT_WORKERS)
+        workers = int(self.options.get("server_workers") or DEFAULT_WORKERS)
         try:
-            self.server = lakesuperior.start(data_dir=self.data_dir / "lakesuperior", workers=workers)
-        except lakesuperior.LakesuperiorError as exc:
+            self.server = start(data_dir=self.data_dir / "lakesuperior", workers=workers)
+        except LakesuperiorError as exc:
             raise SystemFailure(str(exc)) from None
         self.server_pid = self.server.pid
         return self.server.base_url
@@ -159,7 +161,7 @@ class LakesuperiorSystem(LdpSystem):
 
     def triples_total(self, children: int | None = None) -> int | None:
         self.check_stored(children=children)
-        response = self._request("GET", self.base_url.replace(f"/{lakesuperior.LDP_ROOT}", "/admin/stats", 1))
+        response = self._request("GET", self.base_url.replace(f"/{LDP_ROOT}", "/admin/stats", 1))
         if response.status != 200:
             return None
         match = re.search(rb"Total triples:\s*<strong>([\d,]+)</strong>", response.data)

@@ -2,14 +2,15 @@
 
 lakebench downloads Fedora (4.7.5 by default, ModeShape) and Jetty from
 Maven Central, starts the JVM on a free loopback port with every file under
-the run's data directory (``lakebench.fcrepo``), drives it with the generic
-LDP client, watches the JVM and the repository's home directory, and stops
-it afterwards.  Given ``--system-url`` it uses that running Fedora instead;
+the run's data directory (:mod:`lakebench.systems.fcrepo.server`), drives
+it with the generic LDP client, watches the JVM and the repository's home
+directory, and stops it afterwards.  Given ``--system-url`` it uses that running Fedora instead;
 memory and disk are then unknown.
 """
 from __future__ import annotations
 
-from lakebench import fcrepo
+from lakebench.systems.fcrepo.install import DEFAULT_VERSION
+from lakebench.systems.fcrepo.server import start
 from lakebench.systems.ldp import LdpSystem
 
 
@@ -17,13 +18,13 @@ class FcrepoSystem(LdpSystem):
     name = "fcrepo"
     # Fedora's own persistence settings decide; lakebench does not change them.
     durability = "server-default"
-    version = fcrepo.DEFAULT_VERSION
+    version = DEFAULT_VERSION
 
     def start_server(self) -> str:
         self.fedora = None
         if self.options.get("system_url"):
             return self.options["system_url"]
-        self.fedora = fcrepo.start(
+        self.fedora = start(
             version=self.options.get("fcrepo_version") or self.version,
             data_dir=self.data_dir / "fcrepo",
             heap=self.options.get("fcrepo_heap", "2g"),

@@ -31,7 +31,7 @@ The changes, each one a fixed text substitution that must match:
 
 Run it on an unpacked sdist::
 
-    python -m lakebench.lakesuperior_py311 lakesuperior-1.0.0a21/
+    python -m lakebench.systems.lakesuperior.py311 lakesuperior-1.0.0a21/
 
 It is idempotent: a patched file carries :data:`MARKER` and is left alone.
 """
@@ -42,7 +42,7 @@ import re
 import sys
 from pathlib import Path
 
-MARKER = "/* lakebench: adapted to Python 3.11 by lakebench.lakesuperior_py311 */"
+MARKER = "/* lakebench: adapted to Python 3.11 by lakebench.systems.lakesuperior.py311 */"
 
 #: The C files the sdist ships for its extension modules.
 EXPECTED_FILES = (
@@ -182,7 +182,7 @@ def patch_tree(source: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lakebench.lakesuperior_py311",
+        prog="python -m lakebench.systems.lakesuperior.py311",
         description="Adapt the shipped C of an unpacked LAKEsuperior 1.0.0a21 sdist to Python 3.11, "
                     "in place (idempotent). Build it afterwards with CFLAGS='" + STRICT_CFLAGS + "'.")
     parser.add_argument("source", type=Path, help="the unpacked sdist (holds setup.py and lakesuperior/)")
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         paths = patch_tree(args.source)
     except (PatchError, OSError) as exc:
-        print(f"lakesuperior_py311: error: {exc}", file=sys.stderr)
+        print(f"lakebench.systems.lakesuperior.py311: error: {exc}", file=sys.stderr)
         return 2
     print(f"adapted {len(paths)} C files under {args.source} to Python 3.11")
     return 0

@@ -4,8 +4,9 @@ For each system and case (children, literal length, the workload's swept
 ``variant``) present in both runs, and each compared metric, the ratio
 NEW/BASE.  Besides the metrics of :data:`METRICS`, the mean time of each
 operation kind both runs recorded (``operations``) is compared, except the
-workload's primary kind and ``get parent``, which the time per resource and
-the parent GET already are.  Every metric here is better
+workload's primary kind and ``get parent``, which the time per child (or per
+primary operation) and the parent GET already are.  Each metric is named as
+everywhere else (:data:`lakebench.figures.VOCABULARY`).  Every metric here is better
 lower, so a ratio above 1 is a slowdown (or more memory, more disk).  A
 metric is *worse* when its ratio exceeds the threshold and the difference
 exceeds the noise: twice the combined standard deviation of the two sides
@@ -16,7 +17,7 @@ worse, so the command can gate a CI job.
 >>> doc = {"systems": [{"name": "a", "status": "ok", "children": 10, "literal_length": 64,
 ...                     "per_resource_ms": {"mean": 2.0, "p95": 3.0}}]}
 >>> [(c.metric, c.ratio, c.worse) for c in compare(doc, doc, threshold=1.1)]
-[('per resource', 1.0, False), ('p95', 1.0, False)]
+[('time per child (mean)', 1.0, False), ('time per child (p95)', 1.0, False)]
 """
 from __future__ import annotations
 
@@ -34,15 +35,18 @@ DEFAULT_THRESHOLD = 1.10
 #: A difference within this many combined standard deviations is noise.
 NOISE_SIGMAS = 2.0
 
-#: (path in a system entry, label, how a value and its std print); all better lower.
+#: (path in a system entry, name, how a value and its std print); all better lower.  The two of
+#: ``per_resource_ms`` are named for the workload's primary kind (:func:`metrics`).
 METRICS: tuple[tuple[str, str, Callable[[float, float | None], str]], ...] = (
-    ("per_resource_ms.mean", "per resource", figures.millis),
-    ("per_resource_ms.p95", "p95", figures.millis),
-    ("parent.first_seconds", "GET parent first", figures.duration),
-    ("parent.seconds", "GET parent steady", figures.duration),
-    ("peak_rss_bytes", "peak RSS", figures.size),
-    ("disk_bytes", "disk", figures.size),
+    (figures.TIME_PER_CHILD.path, figures.TIME_PER_CHILD.name, figures.millis),
+    (figures.TIME_PER_CHILD_P95.path, figures.TIME_PER_CHILD_P95.name, figures.millis),
+    (figures.PARENT_FIRST.path, figures.PARENT_FIRST.name, figures.duration),
+    (figures.PARENT_STEADY.path, figures.PARENT_STEADY.name, figures.duration),
+    (figures.PEAK_RSS.path, figures.PEAK_RSS.name, figures.size),
+    (figures.DATABASE_SIZE.path, figures.DATABASE_SIZE.name, figures.size),
 )
+#: The statistic of each ``per_resource_ms`` metric, in its name (``time per put binary (p95)``).
+PER_RESOURCE = {figures.TIME_PER_CHILD.path: "mean", figures.TIME_PER_CHILD_P95.path: "p95"}
 
 
 @dataclass(frozen=True)
@@ -85,12 +89,15 @@ def primary_kind(entry: dict) -> str | None:
 
 
 def metrics(old: dict, new: dict) -> list[tuple[str, str, Callable[[float, float | None], str]]]:
-    """What is compared between two entries of a case: :data:`METRICS`, then the mean time of
-    each other operation kind both hold."""
-    covered = {"get parent", primary_kind(old)}
+    """What is compared between two entries of a case: :data:`METRICS` (the time per operation named
+    for the primary kind), then the mean time of each other operation kind both hold."""
+    primary = primary_kind(old)
+    covered = {"get parent", primary}
     theirs = new.get("operations") or {}
     kinds = [k for k in old.get("operations") or {} if k in theirs and k not in covered]
-    return [*METRICS, *((f"operations.{k}.mean_ms", f"{k} mean", figures.millis) for k in kinds)]
+    named = [(path, figures.time_per(primary, PER_RESOURCE[path]) if path in PER_RESOURCE else name, show)
+             for path, name, show in METRICS]
+    return [*named, *((f"operations.{k}.mean_ms", figures.time_per(k), figures.millis) for k in kinds)]
 
 
 def _std(entry: dict, path: str) -> float | None:
@@ -147,8 +154,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "compare", help="ratios of a run's results to another's; exit 1 when one is worse",
         description="Compare two results directories written by 'lakebench run': for each system "
         "and case in both (children, literal length, the workload's swept variant), the ratio "
-        "NEW/BASE of the time per resource (mean, p95), the first and steady parent GET, peak RSS, "
-        "disk size and the mean time of each other operation kind both recorded (all better lower). "
+        "NEW/BASE of the time per child (mean, p95; of the primary operation for other workloads), "
+        "GET parent first and steady, peak RSS, database size and the mean time of each other operation "
+        "kind both recorded (all better lower). "
         "A metric is worse when its ratio exceeds --threshold and the difference exceeds twice the combined standard "
         "deviation of the two runs (when both have --repeat > 1); a case that failed in NEW only "
         "is worse. Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")

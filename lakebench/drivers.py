@@ -10,14 +10,14 @@ Both give a workload the same calls (``ingest``, ``read_parent``) and fill
 one :class:`~lakebench.workloads.base.Outcome`.  Statistics are never
 computed here: the runner turns the raw times into figures with
 :mod:`lakebench.results.stats`, which makes the two made here too (the
-parent's steady time, a Locust ingest's throughput).
+parent's steady time; a Locust ingest's throughput, in its load record:
+:func:`lakebench.locust.record.load_record`).
 """
 from __future__ import annotations
 
 import contextlib
 import sys
 import time
-from collections import Counter
 from typing import Any, Callable
 
 from lakebench.monitor import directory_bytes, tree_rss_bytes
@@ -246,7 +246,7 @@ class LocustDriver:
 
     def ingest(self, system, dataset: Workload) -> None:
         from lakebench.locust.driver import ingest_with_locust
-        from lakebench.locust.record import over_time
+        from lakebench.locust.record import load_record
 
         if not isinstance(system, HttpSystem):
             raise NotApplicable(f"--driver locust drives HTTP systems only; {self.spec.system} runs in-process")
@@ -269,8 +269,7 @@ class LocustDriver:
             bar.close()
         records = out["requests"]  # completion order
         failed = [r for r in records if not r["ok"]]
-        # A load test's refusals are a result: counted by kind, the run goes on.
-        kinds = Counter(r.get("error") or f"HTTP {r.get('status')}" for r in failed)
+        # A load test's refusals are a result: counted (by kind, in its load record), the run goes on.
         if failed:
             self.outcome.errors["create"] = len(failed)
             self.outcome.first_error = f"create: {failed[0].get('error') or 'HTTP ' + str(failed[0].get('status'))}"
@@ -278,15 +277,8 @@ class LocustDriver:
         self.outcome.budget_exhausted = bool(out.get("budget_exhausted"))
         self.outcome.generation = {"generation": "users",
                                    "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
-        self.outcome.details["load"] = {
-            "users": users,
-            "spawn_rate": users,  # all users start at once
-            "requests": len(records),
-            "failures": len(failed),
-            "failure_kinds": dict(kinds),
-            "throughput_per_s": stats.rate(len(records), wall, 3),
-            "over_time": over_time(records),
-        }
+        # Its throughput: over the same wall time, the records' span.
+        self.outcome.details["load"] = load_record(records, users)
         self.events.send("progress", children=len(records) - len(failed))
         self._retrievals = out["retrievals"]
 

@@ -1,9 +1,10 @@
-"""How every figure is written: one function per kind of figure.
+"""What every figure is called and how it is written: one name per figure, one function per kind of figure.
 
 The terminal table (:mod:`lakebench.table`), ``lakebench compare`` and the
-report (:mod:`lakebench.report.fmt`) all write numbers with these, so one
-run reads the same everywhere.  A value and its standard deviation share one
-unit:
+report (:mod:`lakebench.report.fmt`) all name figures by :data:`VOCABULARY`
+and write numbers with these functions, so one run reads the same
+everywhere (docs/results.rst lists the vocabulary).  A value and its
+standard deviation share one unit:
 
 >>> duration(0.018438, 0.001361)
 '18.4 ± 1.4 ms'
@@ -17,6 +18,8 @@ unit:
 ('191x', '123%', '0.2%', '–')
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 DASH = "–"
 
@@ -122,15 +125,6 @@ def rate(value: float | None, unit: str = "/s") -> str:
     return f"{value:,.{_decimals(value)}f}{unit}"
 
 
-def first_steady(first: float | None, steady: float | None) -> str:
-    """A read timed right after the writes, then steady (median of the following ones).
-
-    >>> first_steady(2.45, 0.1)
-    '2.45 s / 100 ms'
-    """
-    return f"{duration(first)} / {duration(steady)}"
-
-
 def bytes_per_triple(entry: dict, triples_per_child: int) -> tuple[float | None, str]:
     """On-disk bytes per triple, and what they were divided by: ``"held"`` or ``"sent"``.
 
@@ -151,3 +145,103 @@ def bytes_per_triple(entry: dict, triples_per_child: int) -> tuple[float | None,
         return disk / held, "held"
     sent = (entry.get("children") or 0) * triples_per_child
     return (disk / sent, "sent") if sent else (None, "sent")
+
+
+# -- the vocabulary: one name and one definition per figure ----------------
+
+@dataclass(frozen=True)
+class Term:
+    """One figure as every table, chart, page and ``compare`` shows it."""
+
+    name: str  # the one name it is shown under
+    path: str  # where results.json holds it: in a system entry, or (``settings.``) in the document
+    means: str  # its definition, in one sentence (N: the retrievals made in all)
+
+
+RUNNING_TIME = Term("running time", "ingest_seconds",
+                    "the sum of the per-child times (only the time spent storing, not generating the graphs); "
+                    "with several Locust users, whose requests overlap, the ingest's wall time")
+#: The time per child of a workload other than ``flat`` is that of one operation of its primary
+#: kind, named for it (:func:`time_per`: ``time per put binary (mean)``).
+TIME_PER_CHILD = Term("time per child (mean)", "per_resource_ms.mean",
+                      "the mean time to create one child (its PUT, over HTTP)")
+TIME_PER_CHILD_MEDIAN = Term("time per child (median)", "per_resource_ms.p50",
+                             "the median time to create one child")
+TIME_PER_CHILD_P95 = Term("time per child (p95)", "per_resource_ms.p95",
+                          "the 95th percentile of the time to create one child")
+GROWTH = Term("last/first 10%", "growth.ratio",
+              "the mean time per child of the last 10% of children over that of the first 10% (1.00x: no growth)")
+RETRIEVALS = Term("retrievals", "settings.retrievals",
+                  "N, how many times the parent was read in all at the end of each run (--retrievals)")
+PARENT_FIRST = Term("GET parent first", "parent.first_seconds",
+                    "the first of the N retrievals of the parent, right after the writes")
+PARENT_STEADY = Term("GET parent steady", "parent.seconds",
+                     "the median of the N - 1 retrievals that follow the first (the first itself when N = 1)")
+THROUGHPUT = Term("throughput", "load.throughput_per_s",
+                  "a load test's operations completed (answered or refused) over the ingest's wall time, all "
+                  "users together")
+ONE_OVER_MEAN = Term("1/mean", "operations.KIND.per_second",
+                     "one over the mean time, the operations per second one client doing them back to back "
+                     "would sustain; not a throughput")
+CONTAINS = Term("contains", "parent.containment_triples", "the containment triples of the parent as read")
+PEAK_RSS = Term("peak RSS", "peak_rss_bytes", "the peak resident memory of the system's processes")
+DATABASE_SIZE = Term("database size", "disk_bytes", "the bytes allocated under the data directory after close")
+TRIPLES = Term("triples", "triples_total", "the triples the system holds at the end")
+
+#: Every figure shown in more than one place, in the order docs/results.rst lists them.
+VOCABULARY = (RUNNING_TIME, TIME_PER_CHILD, TIME_PER_CHILD_MEDIAN, TIME_PER_CHILD_P95, GROWTH, RETRIEVALS,
+              PARENT_FIRST, PARENT_STEADY, CONTAINS, THROUGHPUT, ONE_OVER_MEAN, PEAK_RSS, DATABASE_SIZE, TRIPLES)
+
+
+def time_per(kind: str | None, statistic: str = "mean") -> str:
+    """The name of the time of one operation of ``kind``: a child's PUT (``create``, the seed's) is a child.
+
+    >>> time_per("create"), time_per("put binary", "p95"), time_per(None, "median")
+    ('time per child (mean)', 'time per put binary (p95)', 'time per child (median)')
+    """
+    return f"time per {'child' if kind in (None, 'create') else kind} ({statistic})"
+
+
+def _retrievals(n: int) -> str:
+    return f"{n} retrieval{'s' if n != 1 else ''}"
+
+
+def first_means(n: int | None) -> str:
+    """What GET parent first is, with N, the retrievals made in all.
+
+    >>> first_means(4)
+    'the first of the 4 retrievals of the parent, right after the writes'
+    """
+    if not n:
+        return "the first retrieval of the parent, right after the writes"
+    return f"the first of the {_retrievals(n)} of the parent, right after the writes"
+
+
+def steady_means(n: int | None) -> str:
+    """What GET parent steady is, with N, the retrievals made in all: the median of the N - 1 after the first.
+
+    >>> for n in (4, 2, 1):
+    ...     print(steady_means(n))
+    the median of the 3 retrievals that follow the first
+    the 1 retrieval that follows the first
+    the only retrieval made, the first
+    """
+    if n == 1:
+        return "the only retrieval made, the first"
+    if n == 2:
+        return "the 1 retrieval that follows the first"
+    return f"the median of the {n - 1} retrievals that follow the first" if n else \
+        "the median of the retrievals that follow the first"
+
+
+def parent_note(n: int | None, strong=lambda name: name) -> str:
+    """The definitions of GET parent first and steady with N, as every place that shows them states them
+    (``strong``: how a name is set off, ``**bold**`` in the report).
+
+    >>> for part in parent_note(3).split("; "):
+    ...     print(part)
+    GET parent first: the first of the 3 retrievals of the parent, right after the writes
+    GET parent steady: the median of the 2 retrievals that follow the first.
+    """
+    return (f"{strong(PARENT_FIRST.name)}: {first_means(n)}; "
+            f"{strong(PARENT_STEADY.name)}: {steady_means(n)}.")

@@ -48,7 +48,7 @@ from typing import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lakebench import drivers, environment, prefetch, results, systems, workloads
+from lakebench import drivers, environment, figures, prefetch, results, systems, workloads
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
 from lakebench.runspec import RunSpec
 from lakebench.systems.base import HttpSystem
@@ -465,17 +465,17 @@ def _summary_line(record: dict, primary: str) -> str:
     operations = record.get("operations") or {}
     errors = sum(op.get("errors", 0) for op in operations.values())
     refused = f", {errors:,} operations refused (first: {record.get('first_error')})" if errors else ""
-    parent = f"parent {record['parent']['seconds'] * 1000:.1f} ms"
+    parent = f"{figures.PARENT_STEADY.name} {figures.duration(record['parent']['seconds'])}"
     if primary == "create":
         # The timed calls alone: the progress bar's elapsed time also counts
         # building the children and the checkpoints.
         timed = ("s of wall time, users overlapping" if record.get("users", 1) > 1
                  else f"s in timed calls ({record['ingest_wall_seconds']:.1f} s wall)")
         return (f"   {stopped}{record['ingest_seconds']:.1f} {timed}, "
-                f"{record['per_resource_ms']['mean']:.2f} ms per child, {parent}{refused}")
+                f"{figures.TIME_PER_CHILD.name} {figures.millis(record['per_resource_ms']['mean'])}, {parent}{refused}")
     main = operations.get(primary) or {}
     return (f"   {main.get('count', 0):,} {primary} in {main.get('seconds', 0):.1f} s of timed calls, "
-            f"{record['per_resource_ms']['mean'] or 0:.2f} ms each, {parent}{refused}")
+            f"{figures.time_per(primary)} {figures.millis(record['per_resource_ms']['mean'])}, {parent}{refused}")
 
 
 def run(config: RunConfig, log=print) -> dict:

@@ -3,11 +3,12 @@
 They fit the terminal: each column has a rank, and columns are added in
 rank order while the table stays within the width (``COLUMNS`` when set,
 else the terminal's, else 100); ``--wide`` shows them all.  Rows are ranked
-by the workload's headline figure (time per operation of its primary kind)
-within each case.  What does not fit a cell (a failure, a skip, where a
-budget stopped the ingest, a divisor that differs) becomes a note under the
-table.  Every number is written by :mod:`lakebench.figures`, as in the
-report.
+by the workload's headline figure (the mean time of one operation of its
+primary kind: for ``flat``, the time per child (mean)) within each case.
+What does not fit a cell (a failure, a skip, where a budget stopped the
+ingest, a divisor that differs) becomes a note under the table, and so does
+what the parent's figures are, with the number of retrievals.  Every figure
+is named and written by :mod:`lakebench.figures`, as in the report.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lakebench import figures
-from lakebench.results import case_children, case_label
+from lakebench.figures import time_per
+from lakebench.results import case_children, case_label, retrievals
 
 DEFAULT_WIDTH = 100
 GAP = "  "
@@ -38,8 +40,10 @@ def _vs(path: str) -> Callable[[dict], str]:
     return lambda e: figures.relative(e.get("vs_reference", {}).get(path))
 
 
-def _parent(e: dict) -> str:
-    return figures.first_steady(e["parent"].get("first_seconds"), e["parent"]["seconds"])
+def _parent_columns(rank: int) -> list[Column]:
+    """GET parent first and steady: steady (the headline parent figure) at ``rank``, first after it."""
+    return [Column(figures.PARENT_FIRST.name, lambda e: figures.duration(e["parent"].get("first_seconds")), rank + 1),
+            Column(figures.PARENT_STEADY.name, lambda e: figures.duration(e["parent"]["seconds"]), rank)]
 
 
 def flat_columns(document: dict) -> list[Column]:
@@ -54,34 +58,36 @@ def flat_columns(document: dict) -> list[Column]:
     load = [] if not any(e.get("load") for e in document["systems"]) else [
         # A Locust ingest is a load test: its rate and its refusals come first.
         Column("users", lambda e: figures.count((e.get("load") or {}).get("users")), 1),
-        Column("PUT/s", lambda e: figures.rate((e.get("load") or {}).get("throughput_per_s")), 1),
+        Column(figures.THROUGHPUT.name, lambda e: figures.rate((e.get("load") or {}).get("throughput_per_s")), 1),
         Column("failures", lambda e: figures.count((e.get("load") or {}).get("failures")), 1),
     ]
     return load + [
-        Column("per child", lambda e: figures.millis(e["per_resource_ms"]["mean"],
-                                                     _std(e, "per_resource_ms.mean")), 0),
+        Column(figures.TIME_PER_CHILD.name, lambda e: figures.millis(e["per_resource_ms"]["mean"],
+                                                                     _std(e, "per_resource_ms.mean")), 0),
         Column(f"time/{ref}", _vs("per_resource_ms.mean"), 1),
-        Column("GET parent first / steady", _parent, 1),
-        Column("peak RSS", lambda e: figures.size(e.get("peak_rss_bytes")), 2),
-        Column("disk", lambda e: figures.size(e.get("disk_bytes")), 2),
-        Column("p95", lambda e: figures.millis(e["per_resource_ms"]["p95"]), 3),
+        *_parent_columns(1),
+        Column(figures.PEAK_RSS.name, lambda e: figures.size(e.get("peak_rss_bytes")), 2),
+        Column(figures.DATABASE_SIZE.name, lambda e: figures.size(e.get("disk_bytes")), 2),
+        Column(figures.TIME_PER_CHILD_P95.name, lambda e: figures.millis(e["per_resource_ms"]["p95"]), 3),
         Column("B/triple", bpt, 3),
-        Column("running time", lambda e: figures.duration(e["ingest_seconds"], _std(e, "ingest_seconds")), 4),
-        Column("last/first 10%", lambda e: figures.ratio(e["growth"]["ratio"]), 4),
+        Column(figures.RUNNING_TIME.name, lambda e: figures.duration(e["ingest_seconds"],
+                                                                     _std(e, "ingest_seconds")), 4),
+        Column(figures.GROWTH.name, lambda e: figures.ratio(e["growth"]["ratio"]), 4),
         Column(f"GET/{ref}", _vs("parent.seconds"), 5),
         Column(f"RSS/{ref}", _vs("peak_rss_bytes"), 5),
         Column(f"disk/{ref}", _vs("disk_bytes"), 5),
-        Column("contains", lambda e: figures.count(e["parent"]["containment_triples"]), 6),
-        Column("triples", lambda e: figures.count(e.get("triples_total")), 6),
+        Column(figures.CONTAINS.name, lambda e: figures.count(e["parent"]["containment_triples"]), 6),
+        Column(figures.TRIPLES.name, lambda e: figures.count(e.get("triples_total")), 6),
     ]
 
 
 def workload_columns(document: dict, primary: str) -> list[Column]:
-    """Any other workload: each kind of operation's mean (its primary first), p95 and rate; sent against held."""
+    """Any other workload: each kind of operation's mean time (its primary first), p95 and one over the
+    mean; sent against held."""
     kinds: dict[str, None] = {primary: None}
     for entry in document["systems"]:
         kinds.update(dict.fromkeys(entry.get("operations") or {}))
-    kinds.pop("get parent", None)  # shown as first / steady
+    kinds.pop("get parent", None)  # shown as GET parent first and steady
     columns = []
     for n, kind in enumerate(kinds):
         def mean(e, kind=kind):
@@ -93,13 +99,14 @@ def workload_columns(document: dict, primary: str) -> list[Column]:
         def per_second(e, kind=kind):
             return figures.rate((e.get("operations") or {}).get(kind, {}).get("per_second"))
 
-        columns += [Column(kind, mean, 0 if kind == primary else 2), Column(f"{kind} p95", p95, 3 + n),
-                    Column(f"{kind} rate", per_second, 4 + n)]
+        columns += [Column(time_per(kind), mean, 0 if kind == primary else 2),
+                    Column(time_per(kind, "p95"), p95, 3 + n),
+                    Column(f"{kind} {figures.ONE_OVER_MEAN.name}", per_second, 4 + n)]
     columns += [
         Column("held / sent", held_against_sent, 1),
-        Column("GET parent first / steady", _parent, 2),
-        Column("peak RSS", lambda e: figures.size(e.get("peak_rss_bytes")), 4),
-        Column("disk", lambda e: figures.size(e.get("disk_bytes")), 4),
+        *_parent_columns(2),
+        Column(figures.PEAK_RSS.name, lambda e: figures.size(e.get("peak_rss_bytes")), 4),
+        Column(figures.DATABASE_SIZE.name, lambda e: figures.size(e.get("disk_bytes")), 4),
     ]
     return columns
 
@@ -203,7 +210,8 @@ def render(table: list[list[str]]) -> str:
 
 
 def notes(document: dict) -> list[str]:
-    """What the cells could not hold: failures, skips, budget stops, refused operations, divisors."""
+    """What the cells could not hold: failures, skips, budget stops, refused operations, divisors; what
+    the parent's figures are (with the retrievals made) and the throughput."""
     lines = []
     systems = document["systems"]
     per_child = document.get("workload", {}).get("triples_per_child", 0)
@@ -236,6 +244,11 @@ def notes(document: dict) -> list[str]:
         from lakebench.workloads.query import agreement_lines
 
         lines += agreement_lines(document)
+    measured = [e for e in systems if e["status"] == "ok"]
+    if measured:  # the columns of every table: what they are
+        lines.append(figures.parent_note(retrievals(document)))
+    if any(e.get("load") for e in measured):
+        lines.append(f"{figures.THROUGHPUT.name}: {figures.THROUGHPUT.means}.")
     return lines
 
 

@@ -54,7 +54,7 @@ def test_a_slower_run_beyond_the_noise_exits_1(run_dir, tmp_path):
     done = _lakebench("compare", str(run_dir), _altered(run_dir, tmp_path, slower))
     assert done.returncode == 1, done.stdout + done.stderr
     worse = [line for line in done.stdout.splitlines() if line.endswith("WORSE")]
-    assert len(worse) == 1 and "per resource" in worse[0] and "3.00x" in worse[0]
+    assert len(worse) == 1 and "time per child (mean)" in worse[0] and "3.00x" in worse[0]
 
 
 def test_a_difference_within_the_noise_is_not_worse(run_dir):
@@ -66,14 +66,14 @@ def test_a_difference_within_the_noise_is_not_worse(run_dir):
         entry["repeat"] = 2
         entry["per_resource_ms"]["mean"] = 1.0
     new["systems"][0]["per_resource_ms"]["mean"] = 1.5  # 1.5x, but within 2 sigma of both sides
-    change = next(c for c in compare(base, new, threshold=1.1) if c.metric == "per resource"
+    change = next(c for c in compare(base, new, threshold=1.1) if c.metric == "time per child (mean)"
                   and c.case.startswith(base["systems"][0]["name"]))
     assert change.ratio == pytest.approx(1.5)
     assert change.noise == pytest.approx(2 ** 0.5)
     assert not change.worse
     new["std"] = None
     new["systems"][0]["repeat"] = 1  # one side without repeats: no noise known, the threshold alone
-    change = next(c for c in compare(base, new, threshold=1.1) if c.metric == "per resource"
+    change = next(c for c in compare(base, new, threshold=1.1) if c.metric == "time per child (mean)"
                   and c.case.startswith(base["systems"][0]["name"]))
     assert change.worse
 
@@ -115,7 +115,9 @@ def test_swept_variants_are_cases_of_their_own_with_their_operations():
     base = {"systems": [entry(1024, 1.0), entry(65536, 4.0)]}
     new = {"systems": [entry(1024, 1.0), entry(65536, 8.0)]}
     changes = compare(base, new)
-    gets = [(c.case, c.ratio, c.worse) for c in changes if c.metric == "get binary mean"]
+    gets = [(c.case, c.ratio, c.worse) for c in changes if c.metric == "time per get binary (mean)"]
     assert gets == [("a (10 children, literal 64, binary_size=1024)", 1.0, False),
                     ("a (10 children, literal 64, binary_size=65536)", 2.0, True)]
-    assert not [c for c in changes if c.metric in ("put binary mean", "get parent mean")]
+    # The primary's mean once per case (as the time per operation), the parent's retrievals as first and steady only.
+    assert [c.metric for c in changes].count("time per put binary (mean)") == 2
+    assert not [c for c in changes if c.metric == "time per get parent (mean)"]

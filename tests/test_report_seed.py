@@ -64,13 +64,13 @@ def test_seed_section_sets_today_beside_the_seed(tmp_path):
     assert fmt.nobreak("0.36x (printed: 35%)") in text
     # Today's figures come from the results, and so do their ratios.
     assert fmt.nobreak(fmt.millis(50.0)) in text and fmt.nobreak(fmt.millis(90.0)) in text
-    assert fmt.nobreak("1.80x") in text  # 90 / 50 ms per resource
+    assert fmt.nobreak("1.80x") in text  # 90 / 50 ms per child
     assert fmt.nobreak("0.20x") in text  # 0.05 / 0.25 s GET parent
     assert fmt.nobreak(fmt.size(180_000_000)) in text and fmt.nobreak("0.15x") in text  # peak memory
     assert fmt.nobreak("64,321") in text  # LAKEsuperior's triples
     assert "lmdb-http (today, 300 children)" in text and "lmdb-http / fcrepo" in text
     assert fmt.nobreak("0.08x") in text  # lmdb-http's 4 ms over fcrepo's 50 ms
-    assert "time per resource 2.00x then, 1.80x now; GET parent 0.36x then, 0.20x now" in text
+    assert "time per child (mean) 2.00x then, 1.80x now; GET parent steady 0.36x then, 0.20x now" in text
     # What differs, said plainly.
     for words in ("**Hardware**: today Test CPU 3000, 2 logical cores", "**Size**: today 300 children",
                   "1 gunicorn sync worker", "LAKEsuperior 1.0.0a21", "Python 3.11.7", "Fedora 4.7.5",

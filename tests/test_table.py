@@ -24,7 +24,7 @@ def test_the_table_fits_the_width_and_keeps_the_headline(document, width):
 
 
 def _least(document) -> int:
-    """The width of the columns always shown (system, durability, per child)."""
+    """The width of the columns always shown (system, durability, time per child (mean))."""
     rows = table.rows(document, width=1)
     return len(table.render(rows).splitlines()[1])
 
@@ -47,7 +47,7 @@ def test_the_table_writes_the_figures_the_report_writes(document):
     from lakebench.report import fmt
 
     rows = table.rows(document, wide=True)
-    column = rows[0].index("per child")
+    column = rows[0].index("time per child (mean)")
     for row in rows[1:]:
         entry = next(e for e in document["systems"] if e["name"] == row[0])
         assert row[column] == fmt.millis(entry["per_resource_ms"]["mean"]) == figures.millis(

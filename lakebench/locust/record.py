@@ -1,4 +1,5 @@
-"""The record of an ingest run: totals of its PUTs, the ``--lakebench-out`` file, the closing log lines.
+"""The record of an ingest run: totals of its PUTs, the ``--lakebench-out`` file, the closing log lines,
+and the ``load`` field of results.json (:func:`load_record`).
 
 docs/locust.rst ("The JSON record") documents the keys.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 
 from lakebench.locust.ldp_requests import GET_NAMES
@@ -36,19 +38,25 @@ def summarize(records: list[dict]) -> dict:
     return out
 
 
-def over_time(records: list[dict], step: float = 1.0) -> list[dict]:
-    """Requests by the second they completed in, as Locust's own charts draw them: ``t`` (seconds
-    from the first request's start), ``requests``, ``failures``, and ``p50_ms``/``p95_ms`` of those
-    that completed in that step.
+def over_time(records: list[dict], step: float | None = None) -> list[dict]:
+    """Requests by the bucket of time they completed in, as Locust's own charts draw them by the
+    second: ``t`` (seconds from the first request's start to the bucket's), ``bucket_seconds`` (its
+    width: ``step``, else :func:`~lakebench.results.stats.bucket_seconds` of the records' span, so a short
+    test has enough of them), ``requests``, ``failures``, and ``p50_ms``/``p95_ms`` of those that
+    completed in it.
 
     >>> rows = over_time([{"ok": True, "seconds": 0.1, "start": 0.0, "end": 0.1},
-    ...                   {"ok": False, "seconds": 0.3, "start": 0.9, "end": 1.2}])
+    ...                   {"ok": False, "seconds": 0.3, "start": 0.9, "end": 1.2}], step=1.0)
     >>> [(r["t"], r["requests"], r["failures"], r["p50_ms"]) for r in rows]
     [(0.0, 1, 0, 100.0), (1.0, 1, 1, 300.0)]
+    >>> len(over_time([{"ok": True, "seconds": 0.1, "start": 0.0, "end": 0.48}]))  # 20-ms buckets
+    24
     """
     if not records:
         return []
     origin = min(r["start"] for r in records)
+    if step is None:
+        step = stats.bucket_seconds(max(r["end"] for r in records) - origin)
     steps: dict[int, list[dict]] = {}
     for r in records:
         steps.setdefault(int((r["end"] - origin) // step), []).append(r)
@@ -56,9 +64,33 @@ def over_time(records: list[dict], step: float = 1.0) -> list[dict]:
     for n in range(max(steps) + 1):
         done = steps.get(n, [])
         seconds = sorted(r["seconds"] for r in done)
-        rows.append({"t": round(n * step, 3), "requests": len(done), "failures": sum(not r["ok"] for r in done),
+        rows.append({"t": round(n * step, 6), "bucket_seconds": step, "requests": len(done),
+                     "failures": sum(not r["ok"] for r in done),
                      "p50_ms": stats.percentile_ms(seconds, 50, 3), "p95_ms": stats.percentile_ms(seconds, 95, 3)})
     return rows
+
+
+def load_record(records: list[dict], users: int) -> dict:
+    """The ``load`` field of results.json of an ingest as a load test, from its PUT records: the
+    throughput is every request completed (answered or refused) over the wall time from the first
+    one's start to the last one's end, all users together, as every table shows it.
+
+    >>> load = load_record([{"ok": True, "seconds": 0.2, "start": 0.0, "end": 0.2},
+    ...                     {"ok": False, "seconds": 0.1, "start": 0.1, "end": 0.25, "status": 503}], users=2)
+    >>> load["requests"], load["failures"], load["failure_kinds"], load["throughput_per_s"]
+    (2, 1, {'HTTP 503': 1}, 8.0)
+    """
+    failed = [r for r in records if not r["ok"]]
+    wall = max(r["end"] for r in records) - min(r["start"] for r in records) if records else 0.0
+    return {
+        "users": users,
+        "spawn_rate": users,  # all users start at once
+        "requests": len(records),
+        "failures": len(failed),
+        "failure_kinds": dict(Counter(r.get("error") or f"HTTP {r.get('status')}" for r in failed)),
+        "throughput_per_s": stats.rate(len(records), wall, 3),
+        "over_time": over_time(records),
+    }
 
 
 def write_record(result: dict, out: str | os.PathLike) -> None:

@@ -43,7 +43,8 @@ def _sweep(data: ReportData) -> list[str]:
         small, large = entries[0], entries[-1]
         grew = large["children"] / small["children"]
         parts = []
-        for path, what in (("parent.seconds", "GET parent"), ("per_resource_ms.mean", "mean time per child")):
+        for path, what in ((figures.PARENT_STEADY.path, figures.PARENT_STEADY.name),
+                           (figures.TIME_PER_CHILD.path, figures.TIME_PER_CHILD.name)):
             a, b = _value(small, path), _value(large, path)
             if a and b:
                 parts.append(f"{what} {b / a:.2f}x")
@@ -103,8 +104,8 @@ def conclusions(data: ReportData) -> list[str]:
         out.append(_ranked(
             data, "ingest_seconds",
             lambda e: f"{fmt.seconds(e['ingest_seconds'])} "
-                      f"({fmt.millis(get_path(e, 'per_resource_ms.mean'))} per child, "
-                      f"p95 {fmt.millis(get_path(e, 'per_resource_ms.p95'))})",
+                      f"({figures.TIME_PER_CHILD.name} {fmt.millis(get_path(e, 'per_resource_ms.mean'))}, "
+                      f"{figures.TIME_PER_CHILD_P95.name} {fmt.millis(get_path(e, 'per_resource_ms.p95'))})",
             f"created{of} fastest", "Ingest"))
         out.extend(_growth(data))
         out.extend(_outliers(data))
@@ -113,7 +114,7 @@ def conclusions(data: ReportData) -> list[str]:
         out.append(_ranked(
             data, "parent.seconds",
             lambda e: fmt.seconds(get_path(e, "parent.seconds")),
-            f"retrieved the parent{triples} fastest", "Parent retrieval"))
+            f"retrieved the parent{triples} fastest ({figures.PARENT_STEADY.name})", "Parent retrieval"))
         out.append(_ranked(
             data, "peak_rss_bytes",
             lambda e: f"{fmt.size(e.get('peak_rss_bytes'))}"

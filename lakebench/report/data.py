@@ -158,6 +158,11 @@ class ReportData:
         return int(get_path(self.document, "settings.repeat") or 1)
 
     @property
+    def retrievals(self) -> int | None:
+        """N, the parent's retrievals in all at the end of each run (:func:`lakebench.results.retrievals`)."""
+        return results.retrievals(self.document)
+
+    @property
     def children(self) -> int | None:
         return get_path(self.document, "workload.children")
 

@@ -52,7 +52,9 @@ def _summary(data: ReportData) -> str:
     users = {e["load"]["users"] for e in data.ok if (e.get("load") or {}).get("users")}
     load = (f" A load test: Locust's {', '.join(map(str, sorted(users)))} users sent the PUTs at once."
             if users else "")
-    return f"Systems {names} measured on {what}, then the parent retrieved.{load}{reference}\n"
+    n = data.retrievals
+    retrieved = f"retrieved {n} time{'s' if n != 1 else ''}" if n else "retrieved"
+    return f"Systems {names} measured on {what}, then the parent {retrieved}.{load}{reference}\n"
 
 
 def dataset_section(data: ReportData, level: str = "-") -> str:
@@ -93,10 +95,12 @@ def _pct(entry: dict, path: str) -> str:
 
 def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
     """The two result tables (time; memory and disk), header row first."""
-    time_rows = [["system", "durability", "running time", "per resource", "p95", "time/ref",
-                  "last/first 10%", "GET parent first", "GET parent steady", "GET/ref", "contains"]]
-    space_rows = [["system", "durability", "peak RSS", "private RSS", "RSS/ref", "CPU time", "database size",
-                   "B/triple", "disk/ref", "triples"]]
+    terms = lakebench_figures
+    time_rows = [["system", "durability", terms.RUNNING_TIME.name, terms.TIME_PER_CHILD.name,
+                  terms.TIME_PER_CHILD_P95.name, "time/ref", terms.GROWTH.name, terms.PARENT_FIRST.name,
+                  terms.PARENT_STEADY.name, "GET/ref", terms.CONTAINS.name]]
+    space_rows = [["system", "durability", terms.PEAK_RSS.name, "private RSS", "RSS/ref", "CPU time",
+                   terms.DATABASE_SIZE.name, "B/triple", "disk/ref", terms.TRIPLES.name]]
     ref = data.reference
     ref_bpt = _bytes_per_triple(ref, data)[0] if ref else None
     for e in data.ranked:
@@ -160,17 +164,18 @@ def results_section(data: ReportData) -> str:
     time_rows, space_rows = results_rows(data)
     out.append(fmt.list_table(time_rows, "Time"))
     out.append(fmt.list_table(space_rows, "Memory and disk"))
+    terms = lakebench_figures
+
+    def defined(*defined_terms) -> str:
+        return " ".join(f"**{t.name}**: {t.means}." for t in defined_terms)
+
     out.append(
-        "**running time**: sum of the per-child times (only the time spent storing, not generating the "
-        "graphs); with several Locust users, whose requests overlap, the ingest's wall time. **per resource**, **p95**: mean and 95th percentile of one child's time. "
-        "**last/first 10%**: mean time per child of the last 10% of children over that of the first 10% "
-        "(1.00x: no growth). **GET parent first**: the retrieval right after the writes; **steady**: the "
-        "median of the retrievals after it; **contains**: its "
-        "containment triples. **peak RSS**: peak resident memory of the system's processes; **private "
-        "RSS**: its anonymous part (memory-mapped files excluded). **CPU time**: user + system CPU during "
-        "ingest and retrieval. **database size**: bytes allocated under the data directory after close; "
-        "**B/triple**: that over **triples**, the triples held at the end (marked * when the server does not count "
-        "them: over the triples sent). **time/ref**, **GET/ref**, **RSS/ref**, **disk/ref**: the figure "
+        defined(terms.RUNNING_TIME, terms.TIME_PER_CHILD, terms.TIME_PER_CHILD_P95, terms.GROWTH) + " "
+        + terms.parent_note(data.retrievals, lambda name: f"**{name}**") + " " + defined(terms.CONTAINS, terms.PEAK_RSS)
+        + " **private RSS**: its anonymous part (memory-mapped files excluded). **CPU time**: user + system CPU "
+        "during ingest and retrieval. " + defined(terms.DATABASE_SIZE)
+        + " **B/triple**: that over **triples**, the triples held at the end (marked * when the server does not "
+        "count them: over the triples sent). **time/ref**, **GET/ref**, **RSS/ref**, **disk/ref**: the figure "
         "relative to the reference's (a multiple past 2x). Field by field in :doc:`/results`.\n"
     )
     out.append(sections.failed_section(data))
@@ -202,7 +207,8 @@ def budget_section(data: ReportData) -> str:
         return ""
     out = [fmt.heading("Children reached within the budget", "-"),
            f"Each system and case could spend {fmt.seconds(budget)} of ingest time (the sum of the "
-           "per-child times, as **running time** above; generation and checkpoints not counted). A "
+           f"per-child times, as **{lakebench_figures.RUNNING_TIME.name}** above; generation and checkpoints "
+           "not counted). A "
            "system that spent it stopped there, and its parent was retrieved at the size it reached; "
            "a larger case of a system that had already run out was not run.\n",
            fmt.list_table(budget_rows(data), "Children reached within the budget")]

@@ -15,6 +15,7 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
+from lakebench import figures as terms
 from lakebench.compare import primary_kind
 from lakebench.report import fmt
 from lakebench.report import summary as report_summary
@@ -27,7 +28,7 @@ DETAILS = {"binaries": "Binaries", "deep": "Hierarchy", "updates": "Updates", "r
            "mixed": "Mix", "queries": "Queries"}
 #: Column headings of those fields, where the field's name with spaces would not do.
 HEADINGS = {"size_bytes": "size", "put_mb_per_s": "PUT MB/s", "get_mb_per_s": "GET MB/s",
-            "duration_seconds": "duration", "throughput_per_s": "operations/s", "fan_out": "fan-out"}
+            "duration_seconds": "duration", "throughput_per_s": terms.THROUGHPUT.name, "fan_out": "fan-out"}
 #: Fields of those records that count something gone wrong: any above zero is flagged.
 BAD_COUNTS = ("mismatched", "stale", "errors")
 #: (count done or verified, the count it is out of): fewer is flagged, with the whole.
@@ -54,16 +55,23 @@ def assemble(title: str, parts: list[str]) -> str:
 
 # -- operations ------------------------------------------------------------
 
+#: The parent's final retrievals: GET parent first and steady, in the Parent retrieval table only.
+PARENT_KIND = "get parent"
+
+
 def operations_rows(data: ReportData) -> list[list[str]]:
-    """One row per system (and case) and operation kind, header row first."""
-    rows = [["system", "durability", "operation", "count", "mean", "p50", "p95", "p99", "ops/s", "errors"]]
+    """One row per system (and case) and operation kind but the parent's retrievals, header row first."""
+    rows = [["system", "durability", "operation", "count", "mean", "p50", "p95", "p99",
+             terms.ONE_OVER_MEAN.name, "errors"]]
     for e in data.ok:
         for kind, op in (e.get("operations") or {}).items():
+            if kind == PARENT_KIND:
+                continue
             errors = op.get("errors") or 0
             rows.append([_name(data, e), _durability(e), fmt.escape(kind), fmt.count(op.get("count"))]
                         + [fmt.nobreak(fmt.millis(number(op.get(k)))) for k in ("mean_ms", "p50_ms", "p95_ms",
                                                                                  "p99_ms")]
-                        + [_rate(op.get("per_second")), f"**{errors:,}**" if errors else "0"])
+                        + [fmt.nobreak(terms.rate(number(op.get("per_second")))), f"**{errors:,}**" if errors else "0"])
     return rows
 
 
@@ -71,19 +79,20 @@ def _durability(e: dict) -> str:
     return fmt.escape(e.get("durability") or fmt.DASH)
 
 
-def _rate(value) -> str:
-    value = number(value)
-    return fmt.DASH if value is None else f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
-
-
 def operations_section(data: ReportData) -> str:
     rows = operations_rows(data)
     if len(rows) == 1:
         return ""
+    primary = next((primary_kind(e) for e in data.ok if primary_kind(e)), None)
+    main = (f" The **{fmt.escape(primary)}** row's mean and p95 are the {terms.time_per(primary)} and "
+            f"{terms.time_per(primary, 'p95')} of the tables above." if primary else "")
+    load = (f" (a load test's **{terms.THROUGHPUT.name}** is under Load test)"
+            if any(e.get("load") for e in data.ok) else "")
     out = [fmt.heading("Operations", "-"),
            "Every operation the workload timed, by kind: how many, the mean and percentiles of one "
-           "operation's time, operations per second of the time spent in them (one client: the inverse "
-           "of the mean), and how many the system refused (**errors**, counted, not timed).\n",
+           f"operation's time; **{terms.ONE_OVER_MEAN.name}**: {terms.ONE_OVER_MEAN.means}{load}; "
+           f"**errors**: how many the system refused (counted, not timed).{main} The parent's retrievals "
+           f"are under Parent retrieval, as {terms.PARENT_FIRST.name} and {terms.PARENT_STEADY.name}.\n",
            fmt.list_table(rows, "Operations", stub_columns=1)]
     refused = [e for e in data.ok if e.get("first_error")]
     for e in refused:
@@ -135,8 +144,8 @@ def sent_held_section(data: ReportData) -> str:
 
 def parent_rows(data: ReportData) -> list[list[str]]:
     variants = any((e.get("parent") or {}).get("variants_seconds") for e in data.ok)
-    rows = [["system", "durability", "GET first", "GET steady", "retrievals", "contains", "size"]
-            + (["Prefer variants"] if variants else [])]
+    rows = [["system", "durability", terms.PARENT_FIRST.name, terms.PARENT_STEADY.name, terms.RETRIEVALS.name,
+             terms.CONTAINS.name, "size"] + (["Prefer variants"] if variants else [])]
     for e in data.ok:
         parent = e.get("parent") or {}
         shown = [] if not variants else [fmt.escape(", ".join(
@@ -154,20 +163,27 @@ def parent_section(data: ReportData) -> str:
     rows = parent_rows(data)
     if len(rows) == 1:
         return ""
+    n = data.retrievals
+    made = f", {n} times in all (**{terms.RETRIEVALS.name}**)" if n else ""
     return "\n".join([
         fmt.heading("Parent retrieval", "-"),
-        "Every workload ends by reading the parent container with its containment triples: **first** is "
-        "the read right after the workload, **steady** the median of the reads after it; **contains**: "
+        f"Every workload ends by reading the parent container with its containment triples{made}. "
+        f"{terms.parent_note(n, _strong)} **{terms.CONTAINS.name}**: "
         "its containment triples, **size**: the bytes of the representation; with Locust, **Prefer "
         "variants**: the parent read once in each ``Prefer`` variant right after the ingest (full, "
         "containment omitted, minimal container).\n",
         fmt.list_table(rows, "Parent retrieval")])
 
 
+def _strong(name: str) -> str:
+    """A figure's name set off in a sentence, as the page names figures: **bold**."""
+    return f"**{name}**"
+
+
 # -- a Locust ingest, as a load test ---------------------------------------
 
 def load_rows(data: ReportData) -> list[list[str]]:
-    rows = [["system", "durability", "users", "spawn rate", "requests", "requests/s", "failures", "kinds"]]
+    rows = [["system", "durability", "users", "spawn rate", "requests", terms.THROUGHPUT.name, "failures", "kinds"]]
     for e in data.ok:
         load = e.get("load")
         if not load:
@@ -176,7 +192,8 @@ def load_rows(data: ReportData) -> list[list[str]]:
         kinds = ", ".join(f"{kind} ({n:,})" for kind, n in (load.get("failure_kinds") or {}).items())
         rows.append([_name(data, e), _durability(e), fmt.count(load.get("users")),
                      f"{number(load.get('spawn_rate')) or 0:g}/s", fmt.count(load.get("requests")),
-                     _rate(load.get("throughput_per_s")), f"**{failures:,}**" if failures else "0",
+                     fmt.nobreak(terms.rate(number(load.get("throughput_per_s")))),
+                     f"**{failures:,}**" if failures else "0",
                      fmt.escape(kinds) or fmt.DASH])
     return rows
 
@@ -188,8 +205,8 @@ def load_section(data: ReportData) -> str:
         return ""
     return "\n".join([
         fmt.heading("Load test", "-"),
-        "Locust's users PUT the children concurrently: **requests/s** is every PUT sent over the ingest's "
-        "wall time, all users together; **failures** are PUTs the server refused or never answered, by "
+        f"Locust's users PUT the children concurrently: **{terms.THROUGHPUT.name}** is "
+        f"{terms.THROUGHPUT.means}; **failures** are PUTs the server refused or never answered, by "
         "kind (counted, not timed: a refused child is missing from what is held). The running time of "
         "such an ingest is its wall time, not a sum of overlapping requests.\n",
         fmt.list_table(rows, "Load test")])
@@ -312,8 +329,9 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
     out.append(f"- Cache: {fmt.escape(cache_text)}")
     out.append(f"- Runs per system: {settings.get('repeat', 1)}"
                + (" (interleaved: A B A B ...)" if (settings.get("repeat") or 1) > 1 else ""))
-    if settings.get("retrievals"):
-        out.append(f"- Parent retrievals per run: {settings['retrievals']} (the median is reported)")
+    if data.retrievals:
+        out.append(f"- Parent retrievals per run ({terms.RETRIEVALS.name}): {data.retrievals} in all. "
+                   + terms.parent_note(data.retrievals))
     if settings.get("sample_interval_seconds") is not None:
         out.append(f"- Monitor: a sample every {settings['sample_interval_seconds']} s, "
                    f"continued {settings.get('tail_seconds', '?')} s after the load")
@@ -356,6 +374,8 @@ def _value(key: str, value) -> str:
         return fmt.nobreak(fmt.seconds(value))
     if key.endswith("_ms"):
         return fmt.nobreak(fmt.millis(value))
+    if key == "throughput_per_s":
+        return fmt.nobreak(terms.rate(value))
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
     return f"{value:,}"
@@ -456,9 +476,8 @@ def findings(data: ReportData) -> list[str]:
         ranked = [f"{fmt.escape(e['name'])} {fmt.millis(e['per_resource_ms']['mean'])}"
                   + (f" ({_times(e['per_resource_ms']['mean'] / best)} as long)" if i and best else "")
                   for i, e in enumerate(entries)]
-        kind = primary_kind(entries[0]) or "the workload's main operation"
         case = f", {fmt.escape(variant)}" if variant else ""
-        out.append(f"**{fmt.escape(kind)}{case}**, mean time: {'; '.join(ranked)}.")
+        out.append(f"**{fmt.escape(terms.time_per(primary_kind(entries[0])))}{case}**: {'; '.join(ranked)}.")
     _, differences = sent_held_rows(data)
     if differences:
         out.append("**Check**: " + "; ".join(differences) + ": what was sent is not what is held.")

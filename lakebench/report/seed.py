@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from lakebench import lakesuperior
+from lakebench import figures, lakesuperior
 from lakebench.fcrepo import DEFAULT_VERSION as FCREPO_DEFAULT_VERSION
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number
@@ -28,7 +28,7 @@ STORES = ("lmdb-http", "lmdb-http-nosync", "lmdb", "lmdb-nosync")
 class SeedFigure:
     """One line of the seed report's results: FCREPO, LAKEsuperior, as published."""
 
-    label: str
+    label: str  # today's figure's name (lakebench.figures.VOCABULARY)
     path: str  # where today's figure is in a results entry
     unit: str  # "seconds", "ms" or "bytes": how the path's values read
     fcrepo: float | None
@@ -40,12 +40,12 @@ class SeedFigure:
 
 #: The laptop results of the seed report ("Rather Snappy" laptop), as printed.
 SEED = (
-    SeedFigure("running time", "ingest_seconds", "seconds", 400.0, 804.0, "6'40\"", "13'24\""),
-    SeedFigure("time per resource", "per_resource_ms.mean", "ms", 40.0, 80.0, '0.040"', '0.080"', "200%"),
-    SeedFigure("GET parent", "parent.seconds", "seconds", 6.22, 2.214, '6.22"', '2.214"', "35%"),
-    SeedFigure("peak memory", "peak_rss_bytes", "bytes", 2.47e9, 650e6, "2.47 Gb", "~650 Mb"),
-    SeedFigure("database size", "disk_bytes", "bytes", 3.7e9, 523e6, "3.7 Gb", "523 Mb", "16%"),
-    SeedFigure("triples in the repository", "triples_total", "count", 3.4e6, None, "3.4M", "–"),
+    SeedFigure(figures.RUNNING_TIME.name, "ingest_seconds", "seconds", 400.0, 804.0, "6'40\"", "13'24\""),
+    SeedFigure(figures.TIME_PER_CHILD.name, "per_resource_ms.mean", "ms", 40.0, 80.0, '0.040"', '0.080"', "200%"),
+    SeedFigure(figures.PARENT_STEADY.name, "parent.seconds", "seconds", 6.22, 2.214, '6.22"', '2.214"', "35%"),
+    SeedFigure(figures.PEAK_RSS.name, "peak_rss_bytes", "bytes", 2.47e9, 650e6, "2.47 Gb", "~650 Mb"),
+    SeedFigure(figures.DATABASE_SIZE.name, "disk_bytes", "bytes", 3.7e9, 523e6, "3.7 Gb", "523 Mb", "16%"),
+    SeedFigure(figures.TRIPLES.name, "triples_total", "count", 3.4e6, None, "3.4M", "–"),
 )
 
 SEED_CHILDREN = 10_000
@@ -144,7 +144,7 @@ def differences(data: ReportData) -> list[str]:
     children = {e.get("children") for e in (fc, ls) if e is not None}
     if children and children != {SEED_CHILDREN}:
         sizes = ", ".join(f"{n:,}" for n in sorted(c for c in children if c))
-        out.append(f"**Size**: today {sizes} children, the seed 10,000. Time per child and parent "
+        out.append(f"**Size**: today {sizes} children, the seed 10,000. The time per child and the parent's "
                    "retrieval grow with the number of children, so the absolute figures of a smaller run "
                    "are not the seed's; the ratios between the two servers are what compares.")
     workers = lakesuperior.DEFAULT_WORKERS
@@ -157,7 +157,7 @@ def differences(data: ReportData) -> list[str]:
     java = env.get("java")
     out.append(f"**Versions**: LAKEsuperior {lakesuperior.VERSION}, its last release, against the seed's "
                f"alpha 6: {lakesuperior.VERSION} has the Cython + LMDB C API core that the seed measured as an "
-               "\"experimental branch\" (0.075\" per resource, 2.22\" for the parent, ~600 Mb, 523 Mb); it "
+               "\"experimental branch\" (0.075\" per child, 2.22\" for the parent, ~600 Mb, 523 Mb); it "
                f"ran on Python {python}, its generated C adapted to it and its dependencies pinned to old "
                f"releases. Fedora {fcrepo_version} in a Jetty runner on "
                f"{fmt.escape(java) if java else 'an unrecorded Java'}, heap limit "
@@ -167,8 +167,10 @@ def differences(data: ReportData) -> list[str]:
                "triples pointing at one resource (the last created); lakebench names them "
                "``c00000000``... and points at the parent and the 4 most recent children. LAKEsuperior "
                "receives these IRIs written absolute (it cannot resolve relative ones), Fedora relative: "
-               "the same triples. The seed piped one parent retrieval to /dev/null; lakebench reports the "
-               "median of its retrievals, warm. Peak memory here is the peak resident memory of each "
+               f"the same triples. The seed piped one parent retrieval to /dev/null; lakebench reports "
+               f"{figures.PARENT_STEADY.name}, {figures.steady_means(data.retrievals)}"
+               + (f" (of {data.retrievals} in all)" if (data.retrievals or 0) > 1 else "")
+               + ", warm. Peak memory here is the peak resident memory (peak RSS) of each "
                "server's process tree, sampled; the database size, the repository's directory after the "
                "server stopped. The seed says neither how it measured them nor whether its Gb and Mb are "
                "decimal (read here as decimal).")

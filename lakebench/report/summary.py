@@ -1,18 +1,19 @@
 """The first screen of every report page: the answer, before how it was obtained.
 
-``Summary`` (anchor ``#summary``): the systems ranked by the workload's
-headline figure (mean time of its primary operation; per child for
-``flat``), each with its multiple of the fastest, its durability class, the
-parent read first (right after the writes) and steady, and a one-line
-verdict; then the headline chart.  Everything about how the figures were
-obtained is the page's ``How it was measured`` section
-(``#how-it-was-measured``), further down.
+``Summary`` (anchor ``#summary``): the systems ranked, case by case (a
+swept size or variant: one table each), by the workload's headline figure
+(the mean time of one operation of its primary kind: for ``flat``, the time
+per child (mean)), each with its multiple of the fastest, its durability
+class, GET parent first (right after the writes) and steady, and a one-line
+verdict; then the headline chart, which ranks by the same figure.
+Everything about how the figures were obtained is the page's ``How it was
+measured`` section (``#how-it-was-measured``), further down.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from lakebench import figures
+from lakebench import figures, results
 from lakebench.compare import primary_kind
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number
@@ -29,12 +30,31 @@ DURABILITY = {
 
 
 def _cases(data: ReportData) -> dict[str, list[dict]]:
-    """Entries by case (a swept size or variant), in the order measured."""
-    cases: dict[str, list[dict]] = {}
+    """Entries by case (children asked for, literal length, swept variant), in the order measured, each
+    named for what tells it from the others ("" for a single case).  An entry that records no case (a
+    failure before any figure) goes with the first."""
+    cases: dict[tuple, list[dict]] = {}
+    unknown = []
     for e in data.systems:
-        key = data.label(e).replace(e["name"], "", 1).strip(" ()")
-        cases.setdefault(key, []).append(e)
-    return cases
+        if results.case_children(e) is None:
+            unknown.append(e)
+        else:
+            cases.setdefault((results.case_children(e), e.get("literal_length"), e.get("variant", "")), []).append(e)
+    if not cases:
+        return {"": unknown}
+    cases[next(iter(cases))] += unknown
+
+    def name(key: tuple) -> str:
+        parts = []
+        if len({k[0] for k in cases}) > 1:
+            parts.append(f"{key[0]:,} children")
+        if len({k[1] for k in cases}) > 1:
+            parts.append(f"{key[1]:,}-char literals")
+        if len({k[2] for k in cases}) > 1:
+            parts.append(key[2])
+        return ", ".join(parts)
+
+    return {name(key): entries for key, entries in cases.items()}
 
 
 def verdict(entry: dict, fastest: float | None) -> str:
@@ -47,10 +67,11 @@ def verdict(entry: dict, fastest: float | None) -> str:
     mean = number(get_path(entry, "per_resource_ms.mean"))
     words = []
     load = entry.get("load")
-    if load:  # a load test: its rate and its refusals before anything
-        words.append(f"{load.get('users', '?')} users, {figures.rate(number(load.get('throughput_per_s')))} "
-                     f"PUTs, {load.get('failures', 0):,} failed")
-    if mean is not None and fastest:
+    if load:  # a load test: its throughput and its refusals before anything
+        words.append(f"{load.get('users', '?')} users, {figures.THROUGHPUT.name} "
+                     f"{fmt.nobreak(figures.rate(number(load.get('throughput_per_s'))))}, "
+                     f"{load.get('failures', 0):,} failed")
+    if mean is not None and fastest:  # None: alone in its case, nothing to rank it against
         words.append("fastest" if mean == fastest else f"{figures.multiple(mean / fastest)} the fastest's time")
     if entry.get("budget_exhausted"):
         words.append(f"budget spent at {entry.get('children', 0):,} children")
@@ -69,49 +90,54 @@ def verdict(entry: dict, fastest: float | None) -> str:
     return "; ".join(words) or "–"
 
 
-def rows(data: ReportData) -> list[list[str]]:
-    """The ranked table, header first: one row per system and case."""
-    header = ["system", "durability", "time per operation", "x fastest", "GET parent first",
-              "GET parent steady", "verdict"]
+def rows(data: ReportData, case: list[dict]) -> list[list[str]]:
+    """The ranked table of one case, header first: one row per system.  A system alone in its case
+    ranks against nothing: no multiple, no "fastest"."""
+    header = ["system", "durability", figures.time_per(_primary(data)), "x fastest", figures.PARENT_FIRST.name,
+              figures.PARENT_STEADY.name, "verdict"]
     out = [header]
-    for case in _cases(data).values():
-        ok = sorted((e for e in case if e.get("status") == "ok"
-                     and number(get_path(e, "per_resource_ms.mean")) is not None),
-                    key=lambda e: e["per_resource_ms"]["mean"])
-        fastest = ok[0]["per_resource_ms"]["mean"] if ok else None
-        for e in ok:  # the order is the rank
-            mean = e["per_resource_ms"]["mean"]
-            out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH),
-                        fmt.nobreak(fmt.millis(mean, (e.get("std") or {}).get("per_resource_ms.mean"))),
-                        figures.multiple(mean / fastest) if fastest else fmt.DASH,
-                        fmt.nobreak(fmt.seconds(number(get_path(e, "parent.first_seconds")))),
-                        fmt.nobreak(fmt.seconds(number(get_path(e, "parent.seconds")))),
-                        verdict(e, fastest)])
-        for e in case:
-            if e not in ok:
-                out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH)] + [fmt.DASH] * 4
-                           + [verdict(e, fastest)])
+    ok = sorted((e for e in case
+                 if e.get("status") == "ok" and number(get_path(e, "per_resource_ms.mean")) is not None),
+                key=lambda e: e["per_resource_ms"]["mean"])
+    fastest = ok[0]["per_resource_ms"]["mean"] if len(ok) > 1 else None
+    for e in ok:  # the order is the rank
+        mean = e["per_resource_ms"]["mean"]
+        out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH),
+                    fmt.nobreak(fmt.millis(mean, (e.get("std") or {}).get("per_resource_ms.mean"))),
+                    figures.multiple(mean / fastest) if fastest else fmt.DASH,
+                    fmt.nobreak(fmt.seconds(number(get_path(e, "parent.first_seconds")))),
+                    fmt.nobreak(fmt.seconds(number(get_path(e, "parent.seconds")))),
+                    verdict(e, fastest)])
+    for e in case:
+        if e not in ok:
+            out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH)] + [fmt.DASH] * 4
+                       + [verdict(e, fastest)])
     return out
 
 
-def _headline_kind(data: ReportData) -> str:
-    kind = next((primary_kind(e) for e in data.ok if primary_kind(e)), None)
-    return "child created" if kind in (None, "create") else kind
+def _primary(data: ReportData) -> str | None:
+    """The workload's primary operation kind, as its entries record it."""
+    return next((primary_kind(e) for e in data.ok if primary_kind(e)), None)
 
 
 def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
-    """The ``Summary`` section: ranked table, verdicts, the durability classes present, the headline chart."""
-    kind = _headline_kind(data)
-    table = rows(data)
+    """The ``Summary`` section: a ranked table per case, the figures' definitions, the durability classes
+    present, the headline chart."""
+    cases = {key: rows(data, case) for key, case in _cases(data).items()}
     out = [fmt.heading("Summary", "-")]
-    if len(table) == 1:
+    if all(len(table) == 1 for table in cases.values()):
         out.append("No system was measured.\n")
         return "\n".join(out)
-    out.append(f"Ranked by the mean time of one operation (**{fmt.escape(kind)}**), fastest first; "
-               "**x fastest** is that time over the fastest system's. **GET parent first** is the read "
-               "right after the writes, **steady** the median of the reads that follow. Details, the "
-               "other figures and how they were obtained follow below.\n")
-    out.append(fmt.list_table(table, "Ranking, fastest first", stub_columns=1))
+    name = figures.time_per(_primary(data))
+    out.append(f"Ranked by **{fmt.escape(name)}**, fastest first"
+               + (", case by case" if len(cases) > 1 else "") + f"; **x fastest** is that time over the "
+               "fastest system's of the case (none for a system alone in it). "
+               + figures.parent_note(data.retrievals, lambda term: f"**{term}**")
+               + " Details, the other figures and how they were obtained follow below.\n")
+    for key, table in cases.items():
+        if len(table) > 1:
+            title = "Ranking, fastest first" + (f": {key}" if len(cases) > 1 and key else "")
+            out.append(fmt.list_table(table, fmt.escape(title), stub_columns=1))
     present = dict.fromkeys(e.get("durability") for e in data.systems if e.get("durability"))
     out.append("**Durability**: " + "; ".join(f"{fmt.literal(d)}: {fmt.escape(DURABILITY.get(d, d))}" for d in present)
                + ". Compare like with like: a durable system pays for an fsync that the others skip.\n")

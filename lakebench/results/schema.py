@@ -10,16 +10,13 @@ import math
 import unicodedata
 from dataclasses import dataclass
 
+from lakebench import figures
+
 SCHEMA_VERSION = 1
 
-#: Metrics compared with the reference row, as (path in a system entry, label).
-COMPARED = {
-    "ingest_seconds": "running time",
-    "per_resource_ms.mean": "time per resource",
-    "parent.seconds": "GET parent",
-    "peak_rss_bytes": "peak memory",
-    "disk_bytes": "database size",
-}
+#: Metrics compared with the reference row, as (path in a system entry, name: :data:`lakebench.figures.VOCABULARY`).
+COMPARED = {term.path: term.name for term in (figures.RUNNING_TIME, figures.TIME_PER_CHILD, figures.PARENT_STEADY,
+                                              figures.PEAK_RSS, figures.DATABASE_SIZE)}
 
 #: The columns of latencies.csv, in order.  ``variant`` names the swept
 #: parameters of the workload (``binary_size=1024``), empty when none is.
@@ -120,8 +117,8 @@ _FIGURES = {
     "load": Field({"users": Field("int"), "spawn_rate": Field("number"), "requests": Field("int"),
                    "failures": Field("int"), "failure_kinds": Field({"*": Field("int")}),
                    "throughput_per_s": Field("number", null=True),
-                   "over_time": Field([Field({"t": Field("number"), "requests": Field("int"),
-                                              "failures": Field("int"),
+                   "over_time": Field([Field({"t": Field("number"), "bucket_seconds": Field("number"),
+                                              "requests": Field("int"), "failures": Field("int"),
                                               **_numbers("p50_ms", "p95_ms", null=True)})])}),
     "sent": Field({"*": Field("number")}),  # a mean when repeated runs differ
     "held": Field({"*": Field("number", null=True)}),
@@ -334,6 +331,22 @@ def get_path(record: dict, path: str):
         record = record[key]
     return record
 
+
+
+def retrievals(document: dict) -> int | None:
+    """N, the parent's retrievals in all at the end of each run: ``settings.retrievals``; in results
+    without it, as many as every successful entry recorded, when they agree; else None.
+
+    >>> retrievals({"settings": {"retrievals": 4}}), retrievals({"systems": [
+    ...     {"status": "ok", "parent": {"all_seconds": [0.2, 0.1]}}, {"status": "failed"}]})
+    (4, 2)
+    """
+    n = get_path(document, "settings.retrievals")
+    if isinstance(n, int) and not isinstance(n, bool):
+        return n
+    counts = {len(get_path(e, "parent.all_seconds") or ()) for e in document.get("systems") or ()
+              if isinstance(e, dict) and e.get("status") == "ok"} - {0}
+    return counts.pop() if len(counts) == 1 else None
 
 
 def case_children(entry: dict) -> int | None:

@@ -133,6 +133,30 @@ def steady_seconds(times: Sequence[float]) -> float:
     return percentile(sorted(times[1:] or times), 50)
 
 
+#: The fewest buckets a load test's requests over time are counted in (:func:`bucket_seconds`).
+LEAST_BUCKETS = 10
+
+
+def bucket_seconds(span: float, least: int = LEAST_BUCKETS) -> float:
+    """The width of the buckets a load test of ``span`` seconds counts its requests in over time:
+    Locust's second, or less so that the test has at least ``least`` of them (1, 2 or 5 times a power
+    of ten, at least a millisecond).
+
+    >>> bucket_seconds(0.48), bucket_seconds(5.0), bucket_seconds(600.0), bucket_seconds(0.0)
+    (0.02, 0.5, 1.0, 0.001)
+    """
+    if span >= least:
+        return 1.0
+    target = span / least
+    step = 0.001
+    for exponent in range(-3, 1):
+        for mantissa in (1, 2, 5):
+            value = round(mantissa * 10.0 ** exponent, 3)
+            if value <= target:
+                step = value
+    return step
+
+
 def percentile_ms(sorted_seconds: Sequence[float], q: float, digits: int) -> float | None:
     """A percentile of sorted seconds in milliseconds, rounded; None for no values."""
     return round(percentile(sorted_seconds, q) * 1000, digits) if sorted_seconds else None

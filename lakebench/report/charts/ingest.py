@@ -5,6 +5,7 @@ Each system keeps its colour, marker and dash (:func:`~.chart_style.system_style
 """
 from __future__ import annotations
 
+from lakebench import figures
 from lakebench.report import fmt
 from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, bar_style, outside_legend,
                                                  system_handle, system_style, tip)
@@ -46,7 +47,7 @@ def latency(data: ReportData):
     log_scale(ax, "y")
     ax.set_xlim(left=0)
     ax.set_xlabel("child index (siblings in the container)")
-    ax.set_ylabel("time per child (ms, log)")
+    ax.set_ylabel("one child's time (ms, log)")
     ax.grid(True, which="major", alpha=0.4)
     ax.grid(True, which="minor", alpha=0.15)
     outside_legend(fig, handles, ncols=1)
@@ -137,21 +138,22 @@ def parent(data: ReportData):
         bars = ax.barh(y - 0.1, value, height=0.45, alpha=0.85, zorder=2,
                        xerr=None if std is None else std * 1000, capsize=4, **bar_style(data, e))
         pct = f", {fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
-        tip(bars.patches[0], f"{data.label(e)}: {fmt.seconds(e['parent']['seconds'])}{pct}")
+        tip(bars.patches[0],
+            f"{data.label(e)}: {figures.PARENT_STEADY.name} {fmt.seconds(e['parent']['seconds'])}{pct}")
         # Each run's first retrieval (right after the writes) apart from the steady ones that follow.
         runs = [get_path(run, "parent.all_seconds") or [] for run in e.get("runs") or []]
         firsts = [r[0] * 1000 for r in runs if r]
         dots = [t * 1000 for r in runs for t in r[1:]]
         for values, marker, what in ((dots, "o", "steady"), (firsts, "^", "first")):
+            named = "retrievals after the first" if what == "steady" else figures.PARENT_FIRST.name
             if not values:
                 continue
             offsets = [(i / max(1, len(values) - 1) - 0.5) * 0.35 for i in range(len(values))]
             marks, = ax.plot(values, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker=marker,
                              ms=3.5 if marker == "o" else 6, color="black", mfc="black" if marker == "o" else "white",
-                             alpha=0.7, zorder=3, label=f"{what} retrieval")
+                             alpha=0.7, zorder=3, label=named)
             keys.setdefault(what, marks)
-            tip(marks, f"{data.label(e)}: {what} retrieval{'s' if len(values) > 1 else ''} "
-                       f"{', '.join(fmt.millis(v) for v in values[:6])}")
+            tip(marks, f"{data.label(e)}: {named} {', '.join(fmt.millis(v) for v in values[:6])}")
         # The value above its bar, from the axis: clear of the dots, inside the figure.
         ax.text(0.01, y + 0.17, f"{fmt.seconds(e['parent']['seconds'])}{pct}", transform=ax.get_yaxis_transform(),
                 ha="left", va="bottom")
@@ -160,19 +162,19 @@ def parent(data: ReportData):
     values = [e["parent"]["seconds"] for e in entries]
     if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
         log_scale(ax, "x")
-        ax.set_xlabel("GET parent (ms, log scale)")
+        ax.set_xlabel(f"{figures.PARENT_STEADY.name} (ms, log scale)")
     else:
-        ax.set_xlabel("GET parent (ms)")
+        ax.set_xlabel(f"{figures.PARENT_STEADY.name} (ms)")
         ax.set_xlim(left=0)
     ax.set_ylim(-0.6, len(entries) - 0.4)
     ax.grid(True, axis="x", alpha=0.3)
     outside_legend(fig, [keys[k] for k in ("first", "steady") if k in keys])
-    retrievals = get_path(data.document, "settings.retrievals") or "several"
+    n = data.retrievals
     spread = ", error bar: standard deviation over the runs" if data.repeat > 1 else ""
     caption = (
-        f"Time to retrieve the parent with all its containment triples: the bar is the median of "
-        f"{retrievals} retrievals after the first{spread}; each dot is one of those steady retrievals, each "
-        f"open triangle a first retrieval, right after the writes. {HATCH_KEY}"
+        f"Time to retrieve the parent with all its containment triples: the bar is "
+        f"{figures.PARENT_STEADY.name}, {figures.steady_means(n)}{spread}; each dot is one of those "
+        f"retrievals, each open triangle {figures.PARENT_FIRST.name}, {figures.first_means(n)}. {HATCH_KEY}"
     )
     return fig, caption
 
@@ -188,12 +190,12 @@ def sweep(data: ReportData):
         st = system_style(data, entries[0])
         xs = [e["children"] for e in entries]
         line, = get_ax.plot(xs, [e["parent"]["seconds"] * 1000 for e in entries], **st, label=name)
-        tip(line, f"{name}: GET parent " + ", ".join(
+        tip(line, f"{name}: {figures.PARENT_STEADY.name} " + ", ".join(
             f"{fmt.seconds(e['parent']['seconds'])} at {fmt.count(e['children'])}" for e in entries))
         line, = put_ax.plot(xs, [e["per_resource_ms"]["mean"] for e in entries], **st, label=name)
-        tip(line, f"{name}: mean per child " + ", ".join(
+        tip(line, f"{name}: {figures.TIME_PER_CHILD.name} " + ", ".join(
             f"{fmt.millis(e['per_resource_ms']['mean'])} at {fmt.count(e['children'])}" for e in entries))
-    for ax, label in ((get_ax, "GET parent (ms)"), (put_ax, "mean per child (ms)")):
+    for ax, label in ((get_ax, f"{figures.PARENT_STEADY.name} (ms)"), (put_ax, f"{figures.TIME_PER_CHILD.name}, ms")):
         log_scale(ax, "x")
         log_scale(ax, "y")
         ax.set_ylabel(label)
@@ -203,8 +205,8 @@ def sweep(data: ReportData):
     put_ax.xaxis.set_major_formatter(FuncFormatter(count_label))
     put_ax.set_xlabel("children in the container")
     outside_legend(fig)
-    caption = ("Parent retrieval time (top) and mean time per child (bottom) against the container's size, "
-               f"log-log: a slope of 1 is linear growth, 0 is constant. {DASH_KEY}")
+    caption = (f"{figures.PARENT_STEADY.name} (top) and {figures.TIME_PER_CHILD.name} (bottom) against the "
+               f"container's size, log-log: a slope of 1 is linear growth, 0 is constant. {DASH_KEY}")
     return fig, caption
 
 
@@ -247,13 +249,13 @@ def cliff(data: ReportData):
         for series, style_ in ((points, {"lw": 2, "ls": ls}), (ends, {"ls": "none"})):
             line, = get_ax.plot([p[0] for p in series], [p[1] * 1000 for p in series], color=color,
                                 marker=st["marker"], ms=5, zorder=3, **style_)
-            tip(line, f"{name}: steady GET " + ", ".join(
+            tip(line, f"{name}: {figures.PARENT_STEADY.name} " + ", ".join(
                 f"{fmt.seconds(p[1])} at {fmt.count(p[0])}" for p in series[-4:]))
             first = [(p[0], p[2] * 1000) for p in series if p[2] is not None]
             line, = get_ax.plot([p[0] for p in first], [p[1] for p in first], color=color, marker=st["marker"],
                                 ms=5, mfc="white", zorder=3, alpha=0.8,
                                 **({"lw": 1, "ls": ls} if series is points else style_))
-            tip(line, f"{name}: first GET")
+            tip(line, f"{name}: {figures.PARENT_FIRST.name}")
         for e in entries:
             if not e.get("budget_exhausted"):
                 continue
@@ -266,7 +268,7 @@ def cliff(data: ReportData):
                             ha="center", color=color)
             get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=12, color=color,
                         mec="black", ls="none", zorder=4)
-    for ax, label in ((put_ax, "per child (ms)"), (get_ax, "GET parent (ms)")):
+    for ax, label in ((put_ax, "one child's time (ms)"), (get_ax, "GET parent (ms)")):
         log_scale(ax, "x")
         log_scale(ax, "y")
         ax.set_ylabel(label)
@@ -277,22 +279,22 @@ def cliff(data: ReportData):
     get_ax.xaxis.set_major_formatter(FuncFormatter(count_label))
     get_ax.set_xlabel("children in the container")
     budget = data.budget_seconds
-    keys = [Line2D([], [], color="#444", lw=2.2, label="median (top), steady GET"),
+    keys = [Line2D([], [], color="#444", lw=2.2, label=f"median (top), {figures.PARENT_STEADY.name}"),
             Line2D([], [], color="#444", lw=1, alpha=0.6, mfc="white", marker="o",
-                   label="p95 (top), first GET")]
+                   label=f"p95 (top), {figures.PARENT_FIRST.name}")]
     if budget is not None:
         keys.append(Line2D([], [], color="#999", marker="X", ms=10, mec="black", ls="none",
                            label=f"budget of {fmt.seconds(budget)} spent"))
     outside_legend(fig, handles + keys, ncols=2)
-    retrievals = get_path(data.document, "settings.retrievals") or "several"
+    n = data.retrievals
     caption = (
         "Top: the time to create one child against the number of children already created, as the "
         "moving median (thick line) and 95th percentile (thin faint line) over the children within 10% of "
         "each point, log-log; a flat line is a constant cost per child, a line rising with slope 1 a cost "
-        "growing with the container. Bottom: the parent's retrieval time (the median of "
-        f"{retrievals} retrievals after the first: filled markers, thick line; the first: hollow markers, "
-        "thin line) at each checkpoint taken during the ingest of the largest case each system reached and "
-        "at its end; markers off the lines are the ends of the other cases."
+        f"growing with the container. Bottom: {figures.PARENT_STEADY.name} ({figures.steady_means(n)}: "
+        f"filled markers, thick line) and {figures.PARENT_FIRST.name} ({figures.first_means(n)}: hollow "
+        "markers, thin line) at each checkpoint taken during the ingest of the largest case each system "
+        "reached and at its end; markers off the lines are the ends of the other cases."
     )
     if budget is not None:
         caption += (f" A cross marks where a system spent its ingest budget of {fmt.seconds(budget)} "

@@ -7,13 +7,14 @@ compared by eye; each system keeps its line style
 """
 from __future__ import annotations
 
+from lakebench import figures
 from lakebench.report import fmt
 from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, outside_legend, system_handle, system_style,
                                                  tip)
 from lakebench.report.charts.common import LOADING_PHASES, series
 from lakebench.report.charts.registry import chart, new_figure
 from lakebench.report.data import ReportData, number
-from lakebench.results import get_path
+from lakebench.results import get_path, stats
 
 #: The panels of the resources chart: (sample key, scale, axis label, what a hover title calls it).
 PANELS = (("rss_bytes", 1e-6, "memory (MB)", "peak RSS"),
@@ -98,7 +99,8 @@ def resources(data: ReportData):
 
 @chart("load", "Requests per second and response times over time", workloads=None)
 def load(data: ReportData):
-    """A ``--driver locust`` run's ingest as Locust reports a load test: requests/s and response times."""
+    """A ``--driver locust`` run's ingest as Locust reports a load test: requests/s and response times, in
+    buckets that fit the ingest's length (``bucket_seconds``), and the throughput every table shows."""
     entries = [e for e in data.systems if get_path(e, "load.over_time")]
     if not entries:
         return None
@@ -107,35 +109,44 @@ def load(data: ReportData):
     fig = new_figure(FIG_WIDTH, 7.0)
     rate_ax, time_ax = fig.subplots(2, 1, sharex=True)
     end = 0.0
+    buckets: dict[str, float] = {}
     for e in entries:
         st = system_style(data, e)
         points = sorted((p for p in e["load"]["over_time"] if number(p.get("t")) is not None),
                         key=lambda p: p["t"])
-        # Each point counts the requests completed in the second that starts at t: drawn at its middle.
-        t = [p["t"] + 0.5 for p in points]
-        if not t:
+        if not points:
             continue
-        end = max(end, t[-1] + 0.5)
-        requests = [number(p.get("requests")) or 0 for p in points]
-        failures = [number(p.get("failures")) or 0 for p in points]
+        # Each point counts the requests completed in the bucket that starts at t: drawn at its middle,
+        # as a rate (results older than the buckets counted by the second).
+        width = [number(p.get("bucket_seconds")) or 1.0 for p in points]
+        t = [p["t"] + w / 2 for p, w in zip(points, width)]
+        end = max(end, points[-1]["t"] + width[-1])
+        buckets[data.label(e)] = width[0]
+        requests = [(number(p.get("requests")) or 0) / w for p, w in zip(points, width)]
+        failures = [(number(p.get("failures")) or 0) / w for p, w in zip(points, width)]
         line, = rate_ax.plot(t, requests, color=st["color"], ls=st["ls"], marker=st["marker"], ms=4, lw=2)
         load_ = e["load"]
+        throughput = number(load_.get("throughput_per_s"))
         tip(line, f"{data.label(e)}: {fmt.count(load_.get('requests'))} requests, "
-                  f"{number(load_.get('throughput_per_s')) or 0:.0f}/s over the ingest, "
-                  f"{load_.get('users', '?')} users")
+                  f"{figures.THROUGHPUT.name} {figures.rate(throughput)}, {load_.get('users', '?')} users, "
+                  f"buckets of {fmt.seconds(width[0])}")
+        if throughput is not None:  # the figure of every table, over the buckets it sums up
+            level, = rate_ax.plot([0, points[-1]["t"] + width[-1]], [throughput, throughput], color=st["color"],
+                                  ls=":", lw=1.2, zorder=1)
+            tip(level, f"{data.label(e)}: {figures.THROUGHPUT.name} {figures.rate(throughput)}")
         # Failures always drawn, as Locust does: a row of crosses on zero says "none".
         line, = rate_ax.plot(t, failures, color=st["color"], ls=st["ls"], lw=1, alpha=0.7, marker="x", ms=7)
         kinds = ", ".join(f"{k} {v}" for k, v in (load_.get("failure_kinds") or {}).items())
         tip(line, f"{data.label(e)}: {fmt.count(load_.get('failures') or 0)} failures"
                   + (f": {kinds}" if kinds else ""))
         for key, lw, alpha, what in (("p50_ms", 2, 1.0, "median"), ("p95_ms", 1, 0.6, "95th percentile")):
-            pts = [(x, number(p.get(key))) for x, p in zip(t, points) if number(p.get(key)) is not None]
+            pts = [(x, number(p.get(key)), p["t"]) for x, p in zip(t, points) if number(p.get(key)) is not None]
             line, = time_ax.plot([p[0] for p in pts], [p[1] for p in pts], color=st["color"], ls=st["ls"],
                                  lw=lw, alpha=alpha, marker=st["marker"], ms=4 if lw > 1 else 0)
             if pts:
                 tip(line, f"{data.label(e)}: {what} " + ", ".join(
-                    f"{fmt.millis(v)} at {x - 0.5:.0f} s" for x, v in pts[:12]))
-    rate_ax.set_ylabel("requests/s")
+                    f"{fmt.millis(v)} at {start:g} s" for _, v, start in pts[:12]))
+    rate_ax.set_ylabel("requests per second")
     time_ax.set_ylabel("response (ms)")
     for ax in (rate_ax, time_ax):
         ax.set_ylim(bottom=0)
@@ -143,15 +154,21 @@ def load(data: ReportData):
     rate_ax.set_xlim(0, end or 1)
     time_ax.set_xlabel("seconds since the load started")
     handles = [system_handle(data, e) for e in entries]
-    keys = [Line2D([], [], color="#444", lw=2, label="requests/s; median"),
-            Line2D([], [], color="#444", lw=1, alpha=0.6, label="95th percentile")]
-    keys.append(Line2D([], [], color="#444", lw=1, marker="x", ms=7, label="failures/s"))
+    keys = [Line2D([], [], color="#444", lw=2, label="requests per second; median"),
+            Line2D([], [], color="#444", lw=1, alpha=0.6, label="95th percentile"),
+            Line2D([], [], color="#444", lw=1.2, ls=":", label=figures.THROUGHPUT.name)]
+    keys.append(Line2D([], [], color="#444", lw=1, marker="x", ms=7, label="failures per second"))
     outside_legend(fig, handles + keys, ncols=2)
     users = sorted({str(get_path(e, "load.users")) for e in entries if get_path(e, "load.users")})
+    widths = set(buckets.values())
+    bucket = (f"buckets of {fmt.seconds(widths.pop())}" if len(widths) == 1 else "buckets of "
+              + ", ".join(f"{fmt.seconds(w)} ({fmt.escape(label)})" for label, w in buckets.items()))
     caption = (
-        f"The ingest as a load test ({', '.join(users) or '?'} Locust users): top, the requests completed "
-        "in each second and the failed ones (crosses); bottom, the median (thick line) and 95th "
-        "percentile (thin faint line) of the response times of the requests completed in that second, "
-        f"as Locust's own report draws them. {DASH_KEY}"
+        f"The ingest as a load test ({', '.join(users) or '?'} Locust users), counted in {bucket} (the "
+        f"second Locust counts in, or less, so that every ingest has at least {stats.LEAST_BUCKETS} of them): "
+        "top, the requests completed in each bucket, and the failed ones (crosses), as requests per second, "
+        f"with each system's **{figures.THROUGHPUT.name}** dotted: {figures.THROUGHPUT.means}; bottom, the "
+        "median (thick line) and 95th percentile (thin faint line) of the response times of the requests "
+        f"completed in that bucket, as Locust's own report draws them. {DASH_KEY}"
     )
     return fig, caption

@@ -144,7 +144,7 @@ def mixed_percentiles(data: ReportData):
                                          f" over {fmt.count(op.get('count'))} operations")
     ax.set_yticks(range(len(kinds)), kinds[::-1])
     log_scale(ax, "x")
-    ax.set_xlabel("time per operation (ms, log scale)")
+    ax.set_xlabel("time of one operation (ms, log scale)")
     ax.grid(True, axis="x", which="major", alpha=0.35)
     handles = [Patch(label=data.label(e), **bar_style(data, e)) for e in entries]
     handles += [Patch(color="#555", alpha=alpha, label=label) for _, label, alpha in PERCENTILES]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from lakebench import figures, lakesuperior
-from lakebench.fcrepo import DEFAULT_VERSION as FCREPO_DEFAULT_VERSION
+from lakebench import figures
+from lakebench.systems import lakesuperior
+from lakebench.systems.fcrepo.install import DEFAULT_VERSION as FCREPO_DEFAULT_VERSION
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path

@@ -1,5 +1,5 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""The random literals of the data set, drawn in C (lakebench/workload.py is the facade).
+"""The random literals of the data set, drawn in C (lakebench/dataset.py is the facade).
 
 A child's literals are defined (docs/workload.rst) by Python's ``random``:
 ``random.Random(f"lakebench:{seed}:{index}")`` and, for each literal,

@@ -11,8 +11,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from lakebench import __version__, results, systems, table, workload, workloads
+from lakebench import __version__, dataset, results, systems, table, workloads
 from lakebench.argtypes import JVM_HEAP, Bounded, BoundedList, Duration, duration_text, http_url
+from lakebench.runspec import DEFAULT_RETRIEVALS
 
 
 class UsageError(Exception):
@@ -25,9 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 # The ranges of run's numeric options; each option's --help states its range.
-CHILDREN = Bounded(int, 1, workload.MAX_CHILDREN)
-TRIPLES = Bounded(int, 4, workload.MAX_TRIPLES)
-LITERAL_LENGTH = Bounded(int, 1, workload.MAX_LITERAL_LENGTH)
+CHILDREN = Bounded(int, 1, dataset.MAX_CHILDREN)
+TRIPLES = Bounded(int, 4, dataset.MAX_TRIPLES)
+LITERAL_LENGTH = Bounded(int, 1, dataset.MAX_LITERAL_LENGTH)
 SEED = Bounded(int, 0, 2**63 - 1)
 REPEAT = Bounded(int, 1, 1_000)
 RETRIEVALS = Bounded(int, 1, 1_000)
@@ -143,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: 200)")
     run.add_argument("--literal-length", type=BoundedList(LITERAL_LENGTH), default=[64],
                      help=f"characters per random literal, {LITERAL_LENGTH.range}, and at most "
-                     f"{workload.MAX_LITERAL_CHARS:,} literal characters per child (literal triples, half "
+                     f"{dataset.MAX_LITERAL_CHARS:,} literal characters per child (literal triples, half "
                      "of --triples, x length); comma-separated values sweep the payload size, e.g. "
                      "1,64,1024,65536 (default: 64)")
     run.add_argument("--seed", type=SEED, default=0, help=f"workload seed, {SEED.range} (default: 0)")
@@ -178,9 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="children counts at which the ingest pauses to retrieve the parent (as at the "
                      "end) and measure the disk, outside the ingest's time; those below each case's "
                      "size are used. auto: 1000, 2000, 5000, 10000, 20000, ... (default: auto)")
-    run.add_argument("--retrievals", type=RETRIEVALS, default=3,
-                     help=f"timed retrievals of the parent, {RETRIEVALS.range}; the median is reported "
-                     "(default: 3)")
+    run.add_argument("--retrievals", type=RETRIEVALS, default=DEFAULT_RETRIEVALS,
+                     help=f"timed retrievals of the parent in all, {RETRIEVALS.range}: 'GET parent first' "
+                     f"is the first, 'GET parent steady' the median of the ones after it (default: {DEFAULT_RETRIEVALS})")
     run.add_argument("--cold", action="store_true",
                      help="drop the OS page cache before each parent retrieval (needs root; otherwise "
                      "the retrievals stay warm and the results say so)")
@@ -249,16 +250,16 @@ def cmd_run(args) -> int:
     try:  # what the option types cannot see alone: the parent's name, a child's total size
         for children in args.children:
             for length in args.literal_length:
-                workload.Workload(children=children, triples=args.triples, literal_length=length,
+                dataset.DataSet(children=children, triples=args.triples, literal_length=length,
                                   parent=args.parent)
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
-    scenario = workloads.load(args.workload)
+    workload_class = workloads.load(args.workload)
     if args.driver is None:  # the workload's own driver: client, or locust for a Locust-only workload
-        args.driver = scenario.drivers[0]
+        args.driver = workload_class.drivers[0]
     # A workload that also runs with the client refuses in-process systems under Locust; one that runs
     # under Locust only records them "not applicable", like any system lacking what a workload needs.
-    if args.driver == "locust" and "client" in scenario.drivers:
+    if args.driver == "locust" and "client" in workload_class.drivers:
         in_process = [n for n in args.systems if not issubclass(systems.load(n), HttpSystem)]
         if in_process:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
@@ -333,23 +334,23 @@ def _shown(value) -> str:
 
 def _chosen_workload_parameters(args) -> dict:
     """The options given for ``--workload``; an option of another workload is a usage error."""
-    scenario = workloads.load(args.workload)
+    workload_class = workloads.load(args.workload)
     chosen = {}
     for key, (param, names) in _workload_parameters().items():
         value = getattr(args, f"workload_{key}")
         if value is None:
             continue
-        if key not in scenario.PARAMETERS:
+        if key not in workload_class.PARAMETERS:
             raise UsageError(f"lakebench run: error: {param.option(key)} applies to the "
                              f"{', '.join(names)} workload(s), not to {args.workload}")
         chosen[key] = value
     try:  # options that are each in range but not together (deep: depth x fan-out)
-        scenario.check({**{key: p.default for key, p in scenario.PARAMETERS.items()}, **chosen})
+        workload_class.check({**{key: p.default for key, p in workload_class.PARAMETERS.items()}, **chosen})
     except ValueError as exc:
         raise UsageError(f"lakebench run: error: {exc}") from None
-    if args.driver not in scenario.drivers:
+    if args.driver not in workload_class.drivers:
         raise UsageError(f"lakebench run: error: the {args.workload} workload runs with --driver "
-                         f"{' or '.join(scenario.drivers)}, not {args.driver}")
+                         f"{' or '.join(workload_class.drivers)}, not {args.driver}")
     return chosen
 
 

@@ -26,7 +26,7 @@ from lakebench.prefetch import ChildFeed
 from lakebench.runspec import RunSpec
 from lakebench.results import stats
 from lakebench.systems.base import HttpSystem, Retrieval
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 from lakebench.workloads.base import NotApplicable, Outcome, count_containment
 
 #: The worker tells the parent how many children exist every this many, so
@@ -116,7 +116,7 @@ class ClientDriver:
         return _progress_bar(total, f"{self.spec.system} {label}", self.spec.progress, unit)
 
     # -- the seed's operations -------------------------------------------
-    def ingest(self, system, dataset: Workload) -> None:
+    def ingest(self, system, dataset: DataSet) -> None:
         """Create every child of ``dataset``, each ``create_child`` timed alone as ``"create"``.
 
         The children come from a producer process when the runner started one
@@ -244,7 +244,7 @@ class LocustDriver:
     def phase(self, name: str) -> None:
         self.events.send("phase", phase=name)
 
-    def ingest(self, system, dataset: Workload) -> None:
+    def ingest(self, system, dataset: DataSet) -> None:
         from lakebench.locust.driver import ingest_with_locust
         from lakebench.locust.record import load_record
 
@@ -306,7 +306,7 @@ class LocustDriver:
         if self._retrievals:
             self.outcome.variants = {name: round(r["seconds"], 6) for name, r in self._retrievals.items()}
 
-    def mixed(self, system, dataset: Workload, weights: dict[str, int], duration: float | None = None,
+    def mixed(self, system, dataset: DataSet, weights: dict[str, int], duration: float | None = None,
               operations: int = 0):
         """Locust users doing weighted creates, PATCHes and GETs (:mod:`lakebench.locust.mixed`) on
         the children the ingest created; their times and refusals go to the outcome.  Returns the

@@ -230,7 +230,7 @@ def steady_means(n: int | None) -> str:
         return "the only retrieval made, the first"
     if n == 2:
         return "the 1 retrieval that follows the first"
-    return f"the median of the {n - 1} retrievals that follow the first" if n else \
+    return f"the median of the {n - 1} retrievals that follow the first" if n else\
         "the median of the retrievals that follow the first"
 
 

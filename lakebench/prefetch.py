@@ -17,7 +17,7 @@ process builds the children instead, in order, while the worker stores them:
 * after the last child it writes a frame with index -1 whose payload is
   ``{"generate_seconds": ...}``: its own time spent building children;
 * the worker reads the frames with :class:`ChildFeed`, which hands out
-  :class:`~lakebench.workload.Child` objects holding the bytes received;
+  :class:`~lakebench.dataset.Child` objects holding the bytes received;
   a worker that stops before the last child (``--budget``) calls
   :meth:`ChildFeed.stop`, which closes the pipe (the producer, blocked on
   it, then ends) and returns the building time of the children it took.
@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-from lakebench.workload import Child, Workload
+from lakebench.dataset import Child, DataSet
 
 #: Frame header: child index (-1: the end), N-Triples bytes, Turtle bytes,
 #: seconds the producer spent building the child (so a consumer that stops
@@ -58,14 +58,14 @@ def core_free() -> bool:
         return (os.cpu_count() or 1) > 1
 
 
-def workload_arguments(workload: Workload) -> dict:
-    """The workload as keyword arguments of :class:`Workload` (what the producer is given)."""
-    return {"children": workload.children, "triples": workload.triples, "literal_length": workload.literal_length,
-            "seed": workload.seed, "parent": workload.parent, "base": workload.base}
+def dataset_arguments(dataset: DataSet) -> dict:
+    """The dataset as keyword arguments of :class:`DataSet` (what the producer is given)."""
+    return {"children": dataset.children, "triples": dataset.triples, "literal_length": dataset.literal_length,
+            "seed": dataset.seed, "parent": dataset.parent, "base": dataset.base}
 
 
-def start_producer(workload: Workload) -> tuple[subprocess.Popen, int]:
-    """Start a producer of ``workload``'s children; returns it and the pipe's read end (to pass to the consumer)."""
+def start_producer(dataset: DataSet) -> tuple[subprocess.Popen, int]:
+    """Start a producer of ``dataset``'s children; returns it and the pipe's read end (to pass to the consumer)."""
     read_fd, write_fd = os.pipe()
     for size in PIPE_SIZES:
         try:
@@ -74,7 +74,7 @@ def start_producer(workload: Workload) -> tuple[subprocess.Popen, int]:
         except OSError:  # above this system's limit: try the next size
             continue
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lakebench.prefetch", json.dumps(workload_arguments(workload)), str(write_fd)],
+        [sys.executable, "-m", "lakebench.prefetch", json.dumps(dataset_arguments(dataset)), str(write_fd)],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL)
     os.close(write_fd)
     return proc, read_fd
@@ -89,13 +89,13 @@ def stop_producer(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def produce(workload: Workload, fd: int) -> None:
-    """Write every child of ``workload`` into ``fd``, in index order, then the end frame."""
+def produce(dataset: DataSet, fd: int) -> None:
+    """Write every child of ``dataset`` into ``fd``, in index order, then the end frame."""
     generate_seconds = 0.0
     with os.fdopen(fd, "wb", buffering=0) as pipe:
-        for index in range(workload.children):
+        for index in range(dataset.children):
             t0 = time.perf_counter()
-            child = workload.child(index)
+            child = dataset.child(index)
             ntriples, turtle = child.ntriples, child.turtle
             seconds = time.perf_counter() - t0
             generate_seconds += seconds
@@ -109,7 +109,7 @@ def produce(workload: Workload, fd: int) -> None:
 class ChildFeed:
     """The consumer's side: children in index order, as the producer wrote them.
 
-    >>> w = Workload(children=3, triples=8, literal_length=5, seed=4)
+    >>> w = DataSet(children=3, triples=8, literal_length=5, seed=4)
     >>> read_fd, write_fd = os.pipe()
     >>> produce(w, write_fd)  # 3 small children fit in the pipe: no process needed here
     >>> feed = ChildFeed(w, read_fd)
@@ -125,8 +125,8 @@ class ChildFeed:
     True
     """
 
-    def __init__(self, workload: Workload, fd: int):
-        self.workload = workload
+    def __init__(self, dataset: DataSet, fd: int):
+        self.dataset = dataset
         self._pipe = os.fdopen(fd, "rb", buffering=READ_BUFFER)
         self.next_index = 0
         self.generate_seconds = 0.0  # the producer's building time of the children taken so far
@@ -145,7 +145,7 @@ class ChildFeed:
         self.next_index += 1
         self.generate_seconds += seconds
         ntriples = self._read(nt_size)
-        return self.workload.prepared_child(index, ntriples, self._read(turtle_size))
+        return self.dataset.prepared_child(index, ntriples, self._read(turtle_size))
 
     def close(self) -> float:
         """Read the end frame and close; the producer's seconds spent building children."""
@@ -164,9 +164,9 @@ class ChildFeed:
 
 
 def _main(argv: list[str]) -> int:
-    workload = Workload(**json.loads(argv[0]))
+    dataset = DataSet(**json.loads(argv[0]))
     try:
-        produce(workload, int(argv[1]))
+        produce(dataset, int(argv[1]))
     except BrokenPipeError:  # the consumer is gone (its run failed): nothing left to do
         return 0
     return 0

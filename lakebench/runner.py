@@ -50,9 +50,9 @@ from pathlib import Path
 
 from lakebench import drivers, environment, figures, prefetch, results, systems, workloads
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
-from lakebench.runspec import RunSpec
+from lakebench.runspec import DEFAULT_RETRIEVALS, RunSpec
 from lakebench.systems.base import HttpSystem
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 from lakebench.workloads.base import count_containment
 
 
@@ -67,7 +67,7 @@ class RunConfig:
     repeat: int = 1
     reference: str | None = None
     out: Path = Path("results")
-    retrievals: int = 3
+    retrievals: int = DEFAULT_RETRIEVALS
     tail_seconds: float = 3.0
     interval: float = 0.5
     keep_data: bool = False
@@ -91,10 +91,10 @@ class RunConfig:
 
     def cases(self) -> list[Case]:
         """One case per combination of the swept children counts, literal lengths and workload parameters."""
-        scenario = workloads.load(self.workload)
+        workload_class = workloads.load(self.workload)
         # A sweepable option given one value is a plain setting: no variant, so the run compares
         # with one that left the option at that value.
-        given = {name: (_as_list(value) if scenario.PARAMETERS[name].sweep else [value])
+        given = {name: (_as_list(value) if workload_class.PARAMETERS[name].sweep else [value])
                  for name, value in self.workload_params.items()}
         swept = {name: values for name, values in given.items() if len(values) > 1}
         fixed = tuple(sorted((k, v[0]) for k, v in given.items() if k not in swept))
@@ -102,7 +102,7 @@ class RunConfig:
         for name in sorted(swept):
             variants = [(*v, (name, value)) for v in variants for value in swept[name]]
         return [
-            Case(Workload(children=n, triples=self.triples, literal_length=length, seed=self.seed,
+            Case(DataSet(children=n, triples=self.triples, literal_length=length, seed=self.seed,
                           parent=self.parent), tuple(sorted(fixed + variant)),
                  ",".join(f"{k}={v}" for k, v in variant))
             for n in _as_list(self.children)
@@ -115,7 +115,7 @@ class RunConfig:
 class Case:
     """One case of a run: the data set, and the workload's parameters with a swept one at one value."""
 
-    dataset: Workload
+    dataset: DataSet
     params: tuple = ()  # (name, value) pairs, sorted
     variant: str = ""  # the swept parameters' values, "binary_size=1024"; "" when none is swept
 
@@ -176,18 +176,18 @@ def worker(spec: RunSpec, events: _Events) -> dict:
     A system that fails is still closed, so a server it started does not
     outlive the run.
     """
-    scenario = workloads.load(spec.workload)(spec.dataset, spec.params)
+    workload = workloads.load(spec.workload)(spec.dataset, spec.params)
     system_cls = systems.load_target(spec.target)
     system = system_cls(Path(spec.data_dir), spec.dataset, spec.options)
     try:
-        return _measure(system, scenario, spec, events)
+        return _measure(system, workload, spec, events)
     except BaseException:
         with contextlib.suppress(Exception):
             system.close()
         raise
 
 
-def _measure(system, scenario, spec: RunSpec, events: _Events) -> dict:
+def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
     driver_name = spec.driver
     record: dict = {
         "system": spec.system,
@@ -205,7 +205,7 @@ def _measure(system, scenario, spec: RunSpec, events: _Events) -> dict:
     else:
         system.setup()
     # The data set as the system's server accepts it (LAKEsuperior: absolute IRIs).
-    scenario.dataset = system.workload
+    workload.dataset = system.dataset
     pid = system.pid()
     disk_path = system.disk_path()
     events.send("pid", pid=pid, disk_path=str(disk_path) if disk_path else None)
@@ -213,24 +213,24 @@ def _measure(system, scenario, spec: RunSpec, events: _Events) -> dict:
 
     cpu_start = tree_cpu_seconds(pid)
     driver = drivers.DRIVERS[driver_name](spec, events)
-    outcome = scenario.run(system, driver)
+    outcome = workload.run(system, driver)
     # Only CPU spent by the system counts: when the system runs in this very
     # process, the CPU spent generating graphs is subtracted.
     cpu_end = tree_cpu_seconds(pid)
     cpu_seconds = None if cpu_start is None or cpu_end is None else round(
         cpu_end - cpu_start - (outcome.generate_cpu if in_process else 0.0), 3)
 
-    primary = outcome.times.get(scenario.primary, [])
+    primary = outcome.times.get(workload.primary, [])
     events.send("latencies", seconds=primary)
     created = outcome.created()
     record.update(results.latency_summary(primary))
     record.update(
         {
-            "workload": {"name": scenario.name, "primary": scenario.primary, "params": scenario.params},
+            "workload": {"name": workload.name, "primary": workload.primary, "params": workload.params},
             "children": created,
-            "children_requested": scenario.dataset.children,
+            "children_requested": workload.dataset.children,
             "budget_exhausted": outcome.budget_exhausted,
-            "literal_length": scenario.dataset.literal_length,
+            "literal_length": workload.dataset.literal_length,
             # Time spent sending requests: the sum of the per-child times when
             # they come one at a time; the wall time when users overlap them.
             "ingest_seconds": round(sum(outcome.times.get("create", ())) if record.get("users", 1) == 1
@@ -251,7 +251,7 @@ def _measure(system, scenario, spec: RunSpec, events: _Events) -> dict:
             "cpu_seconds": cpu_seconds,
             "triples_total": system.triples_total(children=created),
             **({"first_error": outcome.first_error} if outcome.first_error else {}),
-            **scenario.record(outcome, system),
+            **workload.record(outcome, system),
         }
     )
     events.send("phase", phase="tail")
@@ -413,11 +413,11 @@ def budget_skip(name: str, c: Case, runs: dict[tuple[str, Case], list[dict]]) ->
     at about the same size, a whole budget later, and measure nothing new.
     A smaller case, or one whose size that run passed, still runs.
 
-    >>> small, large = Case(Workload(children=1000)), Case(Workload(children=100_000))
+    >>> small, large = Case(DataSet(children=1000)), Case(DataSet(children=100_000))
     >>> runs = {("a", small): [{"status": "ok", "budget_exhausted": True, "children": 800}]}
     >>> budget_skip("a", large, runs)
     'the budget ran out at 800 children (case 1,000)'
-    >>> budget_skip("b", large, runs) is None, budget_skip("a", Case(Workload(children=500)), runs) is None
+    >>> budget_skip("b", large, runs) is None, budget_skip("a", Case(DataSet(children=500)), runs) is None
     (True, True)
     """
     stops = [
@@ -446,10 +446,10 @@ def _like(name: str, runs: dict[tuple[str, Case], list[dict]]) -> dict:
 
 def _not_applicable(config: RunConfig, name: str) -> str | None:
     """Why system ``name`` cannot take the run's workload with its driver, or None."""
-    scenario = workloads.load(config.workload)
-    if config.driver not in scenario.drivers:
+    workload_class = workloads.load(config.workload)
+    if config.driver not in workload_class.drivers:
         return f"not applicable: the {config.workload} workload does not run with --driver {config.driver}"
-    reason = scenario.not_applicable(systems.load(name), config.workload_params)
+    reason = workload_class.not_applicable(systems.load(name), config.workload_params)
     return None if reason is None else f"not applicable: {reason}"
 
 
@@ -534,9 +534,9 @@ def run(config: RunConfig, log=print) -> dict:
         entries += case_entries
     workload = cases[0].dataset.describe()
     workload["name"] = config.workload
-    scenario = workloads.load(config.workload)
-    workload["params"] = {name: value for name, value in scenario(cases[0].dataset, dict(cases[0].params)).params.items()
-                          if not scenario.PARAMETERS[name].sweep or len(cases) == 1}
+    workload_class = workloads.load(config.workload)
+    workload["params"] = {name: value for name, value in workload_class(cases[0].dataset, dict(cases[0].params)).params.items()
+                          if not workload_class.PARAMETERS[name].sweep or len(cases) == 1}
     if len(cases) > 1:
         workload["sweep"] = {"children": sorted({c.children for c in cases}),
                              "literal_length": sorted({c.literal_length for c in cases})}

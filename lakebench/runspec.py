@@ -6,7 +6,7 @@ process as JSON (:meth:`RunSpec.to_json`); the worker reads it back
 Every default is stated here once.
 
 >>> spec = RunSpec(system="memory", target="lakebench.systems.memory:MemorySystem", run=0,
-...                data_dir="/tmp/x", dataset=Workload(children=10), workload="flat")
+...                data_dir="/tmp/x", dataset=DataSet(children=10), workload="flat")
 >>> RunSpec.from_json(spec.to_json()) == spec
 True
 >>> spec.retrievals, spec.driver, spec.users
@@ -18,7 +18,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 #: Retrievals of the parent after the ingest: the first, then the steady ones.
 DEFAULT_RETRIEVALS = 3
@@ -30,7 +30,7 @@ class RunSpec:
     target: str              # its "module:Class"
     run: int                 # the repeat's index
     data_dir: str            # the system's own directory for this run
-    dataset: Workload        # the generated data (seeded)
+    dataset: DataSet        # the generated data (seeded)
     workload: str            # what is done to the system (a workloads registry name) ...
     params: dict = field(default_factory=dict)   # ... and its swept parameters
     driver: str = "client"   # "client" (one request at a time) or "locust"
@@ -52,6 +52,6 @@ class RunSpec:
     @classmethod
     def from_json(cls, text: str) -> "RunSpec":
         fields = json.loads(text)
-        fields["dataset"] = Workload(**fields["dataset"])
+        fields["dataset"] = DataSet(**fields["dataset"])
         fields["checkpoints"] = tuple(fields.get("checkpoints") or ())
         return cls(**fields)

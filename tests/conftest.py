@@ -6,12 +6,12 @@ import subprocess
 
 import pytest
 
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 
 @pytest.fixture
-def small_workload() -> Workload:
-    return Workload(children=20, seed=7)
+def small_workload() -> DataSet:
+    return DataSet(children=20, seed=7)
 
 
 #: The size of the small disk a test fills.

@@ -32,7 +32,7 @@ MODULES = _with_examples() + COMPILED
 
 
 def test_the_modules_are_found():
-    assert {"lakebench.workload", "lakebench.results", "lakebench.figures"} <= set(MODULES)
+    assert {"lakebench.dataset", "lakebench.results", "lakebench.figures"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

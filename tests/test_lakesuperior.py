@@ -67,7 +67,7 @@ def test_patch_text_makes_every_change_guarded_by_the_python_version():
                  "CYTHON_PROFILE", "CYTHON_USE_UNICODE_WRITER"):
         assert f"#define {name} 0" in head
     assert '  #if PY_VERSION_HEX < 0x030B0000\n  #include "longintrepr.h"\n  #endif' in out
-    assert "PyCode_NewWithPosOnlyArgs(a, 0, k, l, s, f, code, c, n, v, fv, cell, fn, name, name, fline, lnos, " \
+    assert "PyCode_NewWithPosOnlyArgs(a, 0, k, l, s, f, code, c, n, v, fv, cell, fn, name, name, fline, lnos, "\
            "__pyx_empty_bytes)" in out
     assert "PyCode_NewEmpty(filename, PyUnicode_AsUTF8(py_funcname), py_line);" in out
     assert "CYTHON_COMPILING_IN_PYSTON || PY_VERSION_HEX >= 0x030B0000" in out

@@ -6,11 +6,11 @@ import subprocess
 import pytest
 
 from lakebench.prefetch import HEADER, ChildFeed, start_producer, stop_producer
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 
 def test_children_from_a_producer_process_are_the_workloads():
-    w = Workload(children=40, literal_length=100, seed=6)
+    w = DataSet(children=40, literal_length=100, seed=6)
     proc, fd = start_producer(w)
     feed = ChildFeed(w, fd)
     for index in range(w.children):
@@ -25,7 +25,7 @@ def test_children_from_a_producer_process_are_the_workloads():
 
 
 def test_a_producer_that_stops_early_is_an_error():
-    w = Workload(children=5)
+    w = DataSet(children=5)
     read_fd, write_fd = os.pipe()
     os.write(write_fd, HEADER.pack(0, 10, 10, 0.0) + b"short")
     os.close(write_fd)
@@ -35,7 +35,7 @@ def test_a_producer_that_stops_early_is_an_error():
 
 
 def test_a_child_out_of_order_is_an_error():
-    w = Workload(children=5)
+    w = DataSet(children=5)
     read_fd, write_fd = os.pipe()
     os.write(write_fd, HEADER.pack(1, 0, 0, 0.0))
     os.close(write_fd)
@@ -44,8 +44,8 @@ def test_a_child_out_of_order_is_an_error():
 
 
 def test_the_producer_ends_when_the_consumer_is_gone():
-    proc, fd = start_producer(Workload(children=100_000))
-    feed = ChildFeed(Workload(children=100_000), fd)
+    proc, fd = start_producer(DataSet(children=100_000))
+    feed = ChildFeed(DataSet(children=100_000), fd)
     feed.next()
     del feed  # a failed run: the reading end is closed, nobody reads any more
     try:

@@ -7,7 +7,7 @@ import pytest
 
 from lakebench import results
 from lakebench.cli import main
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 from lakebench.workloads.query import disagreements, queries
 
 SPARQL_SYSTEMS = ["lmdb", "oxigraph", "memory"]
@@ -39,7 +39,7 @@ def test_expected_answers(document, name):
     assert found["join"]["rows"] == CHILDREN - 1
     assert all(q["answer"] == q["expected"] for q in found.values())
     assert entry["held"] == entry["sent"]
-    for name in queries(Workload(children=CHILDREN)):
+    for name in queries(DataSet(children=CHILDREN)):
         assert entry["operations"][f"query {name}"]["count"] == 2
     assert entry["per_resource_ms"]["mean"] > 0  # the lookup's times
 

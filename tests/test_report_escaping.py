@@ -131,7 +131,7 @@ def test_hostile_names_are_text_in_the_html_page(tmp_path, capsys):
     html = _html_pages(src / "report")[src / "report" / "_build" / "html" / "index.html"]
     _assert_shown_as_text(html)
     # The names as their text, escaped for HTML, in the summary sentence and the tables.
-    assert "Systems evil&lt;script&gt;alert(1)&lt;/script&gt;*x*, `x`_, |sub|, $x^2$, .. include:: /etc/passwd" \
+    assert "Systems evil&lt;script&gt;alert(1)&lt;/script&gt;*x*, `x`_, |sub|, $x^2$, .. include:: /etc/passwd"\
         in html
     assert "The reference, 100% in every percentage, is evil&lt;script&gt;alert(1)&lt;/script&gt;*x*." in html
     assert html.count("&lt;script&gt;alert(2)&lt;/script&gt; *op*") >= 2  # a kind: table and conclusions

@@ -66,7 +66,7 @@ def _modules() -> list[Path]:
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_statistic_outside_stats(path):
     found = problems(path.read_text(encoding="utf-8"))
-    assert not found, f"{path.relative_to(PACKAGE.parent)} computes statistics itself (call " \
+    assert not found, f"{path.relative_to(PACKAGE.parent)} computes statistics itself (call "\
                       f"lakebench.results.stats instead): {'; '.join(found)}"
 
 

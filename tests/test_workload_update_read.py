@@ -133,10 +133,10 @@ def test_bad_options_refused(argv, tmp_path):
 @pytest.mark.parametrize("name", ["lmdb-nosync", "oxigraph", "memory", "lmdb-http-nosync"])
 def test_replaced_literals_escape_alike(tmp_path, name):
     """Literals that every serializer must escape are deleted and inserted as the store holds them."""
-    from lakebench.workload import Workload
+    from lakebench.dataset import DataSet
     from lakebench.workloads.read import literals_held
 
-    dataset = Workload(children=2, triples=8, seed=1)
+    dataset = DataSet(children=2, triples=8, seed=1)
     system = systems.load(name)(tmp_path, dataset)
     try:
         system.setup()

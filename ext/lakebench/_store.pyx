@@ -32,6 +32,7 @@ from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, D
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free, tt_clear,
+                               buf_free,
                                qb_push, qb_free,
                                ht_free, bloom_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
@@ -41,7 +42,7 @@ from lakebench._errors cimport raise_rc
 from lakebench._upgrade cimport graphs_from_cspo
 from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
                                  delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
-                                 count_triples, release_id, release_free)
+                                 count_triples, release_id)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
                                  file_terms_step, sweep_free)
 from lakebench._termgc cimport drop_unused_terms, terms_generation
@@ -416,7 +417,7 @@ cdef class Txn:
             self._end(False)
         tt_free(&self.core.seen)
         ht_free(&self.core.own)
-        release_free(&self.core)
+        buf_free(&self.core.released)
 
     cdef int _live(self) except -1:
         if self.core.txn == NULL:
@@ -437,7 +438,7 @@ cdef class Txn:
                     rc = file_terms_step(&self.core, self.env.filing_lag)
             if rc:
                 commit = False   # a failed write: the transaction is aborted, rc raised
-        release_free(&self.core)
+        buf_free(&self.core.released)
         core_close_cursors(&self.core)
         self.core.txn = NULL
         self.generation += 1

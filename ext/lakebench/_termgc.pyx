@@ -29,7 +29,7 @@ from lakebench._codec cimport (E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, DB_SP
                                get_term, TermBuf, termbuf_free, hash_bytes)
 from lakebench._tables cimport HSlot, tt_find, ht_del
 from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL
-from lakebench._termids cimport filed_upto, last_id, read_sweep
+from lakebench._termids cimport filed_upto, last_id, read_sweep, first_at
 
 cdef char* GENERATION_KEY = b"terms_removed"
 cdef size_t GENERATION_KEY_LEN = 13
@@ -71,13 +71,7 @@ cdef int in_use(TxnCore* c, uint32_t tid, bint* used) noexcept nogil:
 
 cdef void forget_in_sweep(SweepList* L, uint64_t h, uint32_t tid) noexcept nogil:
     """Mark ``tid``'s entry in a sweep's list (sorted by hash) as removed."""
-    cdef size_t lo = 0, hi = L.n, mid
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if L.ents[mid].h < h:
-            lo = mid + 1
-        else:
-            hi = mid
+    cdef size_t lo = first_at(L, h)
     while lo < L.n and L.ents[lo].h == h:
         if L.ents[lo].id == tid:
             L.ents[lo].id = 0
@@ -145,8 +139,8 @@ cdef int terms_generation(MDB_txn* txn, const MDB_dbi* dbi, uint64_t* out) noexc
 cdef int drop_unused_terms(TxnCore* c, size_t* dropped) noexcept nogil:
     """Remove the noted terms that nothing names any more (see above);
     ``dropped``: how many.  The notes are consumed."""
-    cdef uint32_t* ids = c.released
-    cdef size_t n = c.nreleased, i
+    cdef uint32_t* ids = <uint32_t*>c.released.p
+    cdef size_t n = c.released.n // sizeof(uint32_t), i
     cdef uint32_t tid, prev = 0, w, m
     cdef bint used
     cdef MDB_val term, k
@@ -155,7 +149,7 @@ cdef int drop_unused_terms(TxnCore* c, size_t* dropped) noexcept nogil:
     cdef Py_ssize_t j
     cdef int rc = 0
     dropped[0] = 0
-    c.nreleased = 0
+    c.released.n = 0
     if n == 0:
         return 0
     qsort(ids, n, sizeof(uint32_t), cmp_u32)

@@ -16,3 +16,4 @@ cdef void sweep_free(SweepList* L) noexcept nogil
 cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
 cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
 cdef int read_sweep(TxnCore* c) noexcept nogil
+cdef size_t first_at(SweepList* L, uint64_t h) noexcept nogil

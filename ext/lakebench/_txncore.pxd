@@ -3,11 +3,10 @@
 # Txn holds one TxnCore and is its Python face.
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
-from libc.stdlib cimport realloc, free
 
 from liblmdb cimport *
-from lakebench._codec cimport N_DBS, N_INDEXES, E_CORRUPT, E_NOMEM, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
-from lakebench._tables cimport TTable, HTable, HSlot, Bloom, QBuf
+from lakebench._codec cimport N_DBS, N_INDEXES, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
+from lakebench._tables cimport TTable, HTable, HSlot, Bloom, QBuf, Buf, buf_put
 
 cdef struct SweepList:
     HSlot* ents               # the hashes and ids of a sweep's generation, by hash
@@ -41,9 +40,7 @@ cdef struct TxnCore:
     bint sweep_known
     # The ids of the deleted quads' terms: at commit, those no quad uses any
     # more are removed (see _termgc).
-    uint32_t* released
-    size_t nreleased
-    size_t released_cap
+    Buf released              # uint32 ids, native order
     # The snapshot this transaction reads (its LMDB txn id), and the id of
     # the last commit of the process that removed terms (the environment's;
     # NULL: none kept): an older snapshot may not use the writer's table.
@@ -67,26 +64,9 @@ cdef void core_close_cursors(TxnCore* c) noexcept nogil
 
 cdef inline int release_id(TxnCore* c, uint32_t tid) noexcept nogil:
     """Note that a quad naming ``tid`` was deleted (its term may be unused now)."""
-    cdef size_t cap
-    cdef uint32_t* p
     if tid == 0:
         return 0
-    if c.nreleased == c.released_cap:
-        cap = c.released_cap * 2 if c.released_cap else 1024
-        p = <uint32_t*>realloc(c.released, cap * sizeof(uint32_t))
-        if p == NULL:
-            return E_NOMEM
-        c.released = p
-        c.released_cap = cap
-    c.released[c.nreleased] = tid
-    c.nreleased += 1
-    return 0
-
-cdef inline void release_free(TxnCore* c) noexcept nogil:
-    free(c.released)
-    c.released = NULL
-    c.nreleased = 0
-    c.released_cap = 0
+    return buf_put(&c.released, &tid, sizeof(uint32_t))
 
 # index writes
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil

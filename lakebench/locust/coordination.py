@@ -27,7 +27,7 @@ from lakebench.locust.ldp_requests import GET_NAMES, PUT_NAME, create_parent, re
 from lakebench.locust.monitoring import ThreadPoolMonitor
 from lakebench.locust.options import IngestConfig
 from lakebench.locust.record import log_summary, summarize, write_record
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 log = logging.getLogger("lakebench.locust")
 
@@ -47,8 +47,8 @@ class Coordinator:
 
     # called by users
     @property
-    def workload(self) -> Workload:
-        return self.config.workload
+    def dataset(self) -> DataSet:
+        return self.config.dataset
 
     def next_index(self) -> int | None:
         raise NotImplementedError
@@ -97,7 +97,7 @@ class LocalCoordinator(Coordinator):
         super().test_start(config)
         import gevent.event
 
-        self.ledger = Ledger(config.workload.children, cap=config.block_cap, first_alone=config.first_alone)
+        self.ledger = Ledger(config.dataset.children, cap=config.block_cap, first_alone=config.first_alone)
         self._progress = gevent.event.Event()  # set at each completion
         self.retrievals = {}
         self.result = None
@@ -227,7 +227,7 @@ class LocalCoordinator(Coordinator):
             "mode": self.role,
             "base_url": self.config.base_url,
             "parent_url": self.config.parent_url,
-            "workload": self.config.workload.describe(),
+            "workload": self.config.dataset.describe(),
             "users": getattr(runner, "target_user_count", None),
             "first_alone": self.config.first_alone,
             "complete": complete and self.error is None and bool(self.ledger and self.ledger.finished),

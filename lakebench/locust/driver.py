@@ -8,10 +8,10 @@ from lakebench.locust import LoadTestError
 from lakebench.locust.coordination import LocalCoordinator
 from lakebench.locust.ingest import ingest_user_class
 from lakebench.locust.options import IngestConfig
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 
-def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_rate: float | None = None,
+def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_rate: float | None = None,
                        server_pid: int | None = None, data_dir: str | os.PathLike | None = None, *,
                        monitor_interval: float = 0.5, monitor_tail: float = 0.0, first_alone: bool = True,
                        timeout: float | None = None, budget_seconds: float | None = None,
@@ -41,7 +41,7 @@ def ingest_with_locust(base_url: str, workload: Workload, users: int = 1, spawn_
     from locust.env import Environment
 
     user_class = ingest_user_class()
-    config = IngestConfig(base_url=base_url, workload=workload, server_pid=server_pid,
+    config = IngestConfig(base_url=base_url, dataset=dataset, server_pid=server_pid,
                           data_dir=str(data_dir) if data_dir is not None else None,
                           monitor_interval=monitor_interval, monitor_tail=monitor_tail, first_alone=first_alone,
                           budget_seconds=budget_seconds)

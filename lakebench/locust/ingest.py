@@ -28,7 +28,7 @@ from lakebench.locust import LoadTestError
 from lakebench.locust.coordination import Coordinator, LocalCoordinator, make_coordinator
 from lakebench.locust.ldp_requests import CREATED, PUT_HEADERS, PUT_NAME
 from lakebench.locust.options import IngestConfig, add_ingest_arguments
-from lakebench.workload import RECENT_CHILDREN, Workload
+from lakebench.dataset import RECENT_CHILDREN, DataSet
 
 log = logging.getLogger("lakebench.locust")
 
@@ -36,13 +36,13 @@ log = logging.getLogger("lakebench.locust")
 PREPARE_BLOCK = 8
 
 
-def build_turtles(workload: Workload, indices: list[int], recent: list[int]) -> list[tuple[int, list[int], bytes, float]]:
+def build_turtles(dataset: DataSet, indices: list[int], recent: list[int]) -> list[tuple[int, list[int], bytes, float]]:
     """``(index, links, turtle, seconds to build)`` of each child, in order, for one user.
 
     ``recent``: the user's created children, newest first; each child links
     as if the ones before it in ``indices`` are created too.
 
-    >>> w = Workload(children=10)
+    >>> w = DataSet(children=10)
     >>> [(index, links) for index, links, _, _ in build_turtles(w, [5, 7], [2])]
     [(5, [2]), (7, [5, 2])]
     """
@@ -50,17 +50,17 @@ def build_turtles(workload: Workload, indices: list[int], recent: list[int]) -> 
     links = list(recent)[:RECENT_CHILDREN]
     for index in indices:
         t0 = time.perf_counter()
-        turtle = workload.child(index, recent=links).turtle
+        turtle = dataset.child(index, recent=links).turtle
         out.append((index, links, turtle, time.perf_counter() - t0))
         links = [index, *links][:RECENT_CHILDREN]
     return out
 
 
-def _build_off_the_hub(workload: Workload, indices: list[int], recent: list[int]):
+def _build_off_the_hub(dataset: DataSet, indices: list[int], recent: list[int]):
     """:func:`build_turtles` on a native thread: the hub goes on serving the other users meanwhile."""
     import gevent
 
-    return gevent.get_hub().threadpool.apply(build_turtles, (workload, indices, recent))
+    return gevent.get_hub().threadpool.apply(build_turtles, (dataset, indices, recent))
 
 
 def create_one(user) -> None:
@@ -75,12 +75,12 @@ def create_one(user) -> None:
         if not block:
             coordinator.idle()
             return
-        user.prepared.extend(_build_off_the_hub(coordinator.workload, block, user.recent))
+        user.prepared.extend(_build_off_the_hub(coordinator.dataset, block, user.recent))
     index, links, turtle, generate_seconds = user.prepared.popleft()
     if links != user.recent[:RECENT_CHILDREN]:  # an earlier PUT of the block failed: link only what exists
-        ((index, links, turtle, again),) = _build_off_the_hub(coordinator.workload, [index], user.recent)
+        ((index, links, turtle, again),) = _build_off_the_hub(coordinator.dataset, [index], user.recent)
         generate_seconds += again
-    url = coordinator.config.base_url + f"{coordinator.workload.parent}/c{index:08d}"
+    url = coordinator.config.base_url + f"{coordinator.dataset.parent}/c{index:08d}"
     status, error = 0, None
     start = time.time()
     t0 = time.perf_counter()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from lakebench.locust import LoadTestError
-from lakebench.workload import LDP_CONTAINS
+from lakebench.dataset import LDP_CONTAINS
 
 TURTLE = "text/turtle"
 PUT_NAME = "PUT child"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from lakebench.locust.dispensing import IndexDispenser
 from lakebench.locust.ldp_requests import CREATED, PUT_HEADERS, TURTLE
-from lakebench.workload import MAX_CHILDREN, RECENT_CHILDREN, Workload
+from lakebench.dataset import MAX_CHILDREN, RECENT_CHILDREN, DataSet
 
 #: The tasks, in the order ``--weights`` names them, and the operation kind each is filed under.
 TASKS = {"create": "create child", "patch": "patch child", "get": "get child", "parent": "get parent (mixed)"}
@@ -74,8 +74,8 @@ def parse_weights(text: str) -> dict[str, int]:
 def first_literal(child) -> tuple[str, str]:
     """``(predicate IRI, value)`` of the first literal ``child`` holds: the one a PATCH replaces.
 
-    >>> p, v = first_literal(Workload(children=2).child(1))
-    >>> p.endswith("lit#p0"), v == Workload(children=2).child(1).literal_values[0]
+    >>> p, v = first_literal(DataSet(children=2).child(1))
+    >>> p.endswith("lit#p0"), v == DataSet(children=2).child(1).literal_values[0]
     (True, True)
     """
     return next((p, o) for p, o, is_iri in child.triples if not is_iri)
@@ -88,12 +88,12 @@ class MixedState:
     One process, gevent's cooperative scheduling: no lock is needed between
     a check and its update (no request is sent in between).
 
-    >>> s = MixedState(Workload(children=3), "http://x/", existing=3, operations=2)
+    >>> s = MixedState(DataSet(children=3), "http://x/", existing=3, operations=2)
     >>> s.take(), s.take(), s.take(), s.done.is_set() if s.done else None
     (True, True, False, None)
     """
 
-    dataset: Workload
+    dataset: DataSet
     base_url: str
     existing: int = 0  # children 0..existing-1 are there before the users start
     operations: int = 0  # 0: until stop()
@@ -266,7 +266,7 @@ def mixed_user_class(weights: dict[str, int], state: MixedState) -> type:
     return MixedUser
 
 
-def run_mixed(base_url: str, dataset: Workload, weights: dict[str, int], existing: int, users: int = 1,
+def run_mixed(base_url: str, dataset: DataSet, weights: dict[str, int], existing: int, users: int = 1,
               duration: float | None = None, operations: int = 0) -> MixedState:
     """Run the mixed users against the server at ``base_url`` whose parent holds ``dataset``'s
     children ``0..existing-1``.

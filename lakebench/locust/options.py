@@ -11,7 +11,7 @@ from typing import Any
 
 from lakebench.locust import LoadTestError
 from lakebench.locust.ldp_requests import GET_NAMES
-from lakebench.workload import DEFAULT_PARENT, Workload
+from lakebench.dataset import DEFAULT_PARENT, DataSet
 
 
 @dataclass
@@ -19,7 +19,7 @@ class IngestConfig:
     """What an ingest run needs besides Locust's own options."""
 
     base_url: str
-    workload: Workload
+    dataset: DataSet
     server_pid: int | None = None
     data_dir: str | None = None
     out: str | None = None
@@ -39,11 +39,11 @@ class IngestConfig:
 
     @property
     def parent_url(self) -> str:
-        return self.base_url + self.workload.parent
+        return self.base_url + self.dataset.parent
 
     @classmethod
     def from_options(cls, options: Any, host: str | None) -> "IngestConfig":
-        workload = Workload(
+        dataset = DataSet(
             children=options.children,
             triples=options.graph_size,
             literal_length=options.literal_length,
@@ -52,7 +52,7 @@ class IngestConfig:
         )
         return cls(
             base_url=host or "",
-            workload=workload,
+            dataset=dataset,
             server_pid=options.server_pid,
             data_dir=options.data_dir,
             out=options.lakebench_out,

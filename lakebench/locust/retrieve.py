@@ -15,7 +15,7 @@ import random
 from lakebench.locust import LoadTestError
 from lakebench.locust.ldp_requests import CHILD_GET_NAME, TURTLE, parse_containment, retrieve_parent
 from lakebench.locust.options import add_retrieve_arguments
-from lakebench.workload import DEFAULT_PARENT
+from lakebench.dataset import DEFAULT_PARENT
 
 log = logging.getLogger("lakebench.locust")
 

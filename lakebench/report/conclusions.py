@@ -129,7 +129,7 @@ def conclusions(data: ReportData) -> list[str]:
         out.extend(_sweep(data))
     out.extend(_budget(data))
     for e in data.failed:
-        runs = f" ({e.get('successful_runs', 0)} of {e.get('repeat', '?')} runs succeeded)" \
+        runs = f" ({e.get('successful_runs', 0)} of {e.get('repeat', '?')} runs succeeded)"\
             if e.get("successful_runs") else ""
         out.append(f"**{_label(data, e)} failed**{runs}: {fmt.literal(e.get('error') or 'unknown error')}; "
                    "it is left out of every comparison.")

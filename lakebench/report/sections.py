@@ -386,7 +386,7 @@ def details_rows(data: ReportData, key: str) -> list[list[str]]:
     field maps names to records (``queries``); lists (the ``deep`` series) are charted, not tabulated."""
     entries = [e for e in data.ok if isinstance(e.get(key), dict)]
     nested = entries and all(isinstance(v, dict) for e in entries for v in e[key].values())
-    items = [(e, name, v) for e in entries for name, v in e[key].items()] if nested else \
+    items = [(e, name, v) for e in entries for name, v in e[key].items()] if nested else\
         [(e, None, e[key]) for e in entries]
     columns = list(dict.fromkeys(k for _, _, v in items for k, x in v.items() if not isinstance(x, list)))
     rows = [["system", *(["name"] if nested else []),

@@ -293,7 +293,7 @@ class LdpApplication:
 
     def constraints(self, method):
         if method in ("GET", "HEAD"):
-            return 200, [("Content-Type", "text/plain; charset=utf-8"), ("Allow", CONSTRAINTS_ALLOW)], \
+            return 200, [("Content-Type", "text/plain; charset=utf-8"), ("Allow", CONSTRAINTS_ALLOW)],\
                 constraints.TEXT.encode()
         if method == "OPTIONS":
             return 204, [("Allow", CONSTRAINTS_ALLOW)], b""

@@ -218,7 +218,7 @@ def _tail_is_free(file: Path, meta: MetaPage, size: int) -> bool:
     missing pages (damage must cost no more than the file)."""
     in_file = size // meta.page_size             # whole pages: a partial last page is missing too
     missing = range(in_file, meta.last_page + 1)
-    if meta.free_root == NO_PAGE or meta.free_root >= in_file or meta.main_root >= in_file \
+    if meta.free_root == NO_PAGE or meta.free_root >= in_file or meta.main_root >= in_file\
             or len(missing) > MAX_UNWRITTEN_PAGES:
         return False
     fd = os.open(file, os.O_RDONLY)
@@ -261,7 +261,7 @@ def _lists_free(fd: int, meta: MetaPage, in_file: int, missing: range) -> bool:
             if node_flags & F_BIGDATA:
                 (overflow,) = struct.unpack_from("=Q", page, data_at)
                 pages = -(-(_HEADER.size + data_size) // psize)
-                if overflow in seen or not 2 <= overflow or overflow + pages > in_file \
+                if overflow in seen or not 2 <= overflow or overflow + pages > in_file\
                         or budget < pages * psize:
                     return False
                 seen.add(overflow)

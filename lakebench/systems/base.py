@@ -1,7 +1,7 @@
 """The tiny interface every measured system implements.
 
-A system knows one repository and nothing about timing: the runner
-(``lakebench.runner``) holds the only clock, like YCSB's DB wrapper.  One
+A system knows one repository and nothing about timing: the driver
+(``lakebench.drivers``) holds the only clock, like YCSB's DB wrapper.  One
 instance lives in one fresh worker process with its own data directory.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lakebench.workload import Child, Workload
+from lakebench.dataset import Child, DataSet
 
 
 class SystemFailure(RuntimeError):
@@ -29,7 +29,7 @@ class NotApplicable(Exception):
 class Retrieval:
     """The parent's representation exactly as a client received it.
 
-    The runner counts its containment triples after the clock stops, so the
+    The workload counts its containment triples after the clock stops, so the
     count is checked from what was really returned, for every system alike.
     """
 
@@ -73,9 +73,9 @@ class System:
     #: refuses a key no chosen system takes, or a value outside its range).
     OPTIONS: dict[str, Option] = {}
 
-    def __init__(self, data_dir: Path, workload: Workload, options: dict | None = None):
+    def __init__(self, data_dir: Path, dataset: DataSet, options: dict | None = None):
         self.data_dir = Path(data_dir)
-        self.workload = workload
+        self.dataset = dataset
         self.options = dict(options or {})
 
     @classmethod
@@ -98,7 +98,7 @@ class System:
 
     def prepare(self, child: Child) -> Child:
         """The child as this system will send it, built before the clock starts
-        (default: as the workload made it)."""
+        (default: as the data set made it)."""
         return child
 
     def create_child(self, child: Child) -> None:
@@ -157,12 +157,12 @@ class System:
         """The rows of a SPARQL SELECT over the repository's union of graphs, as tuples of strings."""
         raise NotApplicable(f"{self.name} has no SPARQL")
 
-    # -- facts the runner reads outside the clock -----------------------
+    # -- facts the runner reads outside the clock (after the driver's timing) --
     def triples_total(self, children: int | None = None) -> int | None:
         """Triples the repository holds now, or None if it cannot say.
 
-        ``children``: how many of the workload's children were created (fewer
-        than the workload's when a budget stopped the ingest; None: all)."""
+        ``children``: how many of the data set's children were created (fewer
+        than the data set's when a budget stopped the ingest; None: all)."""
         return None
 
     def internals(self) -> dict | None:

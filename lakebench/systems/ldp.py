@@ -16,7 +16,7 @@ from __future__ import annotations
 import urllib3
 
 from lakebench.systems.base import HttpSystem, Retrieval, SystemFailure
-from lakebench.workload import Child, escape_string
+from lakebench.dataset import Child, escape_string
 
 TURTLE = "text/turtle"
 
@@ -41,7 +41,7 @@ class LdpSystem(HttpSystem):
         base = self.start_server()
         self.base_url = base if base.endswith("/") else base + "/"
         self.http = new_pool()
-        self.parent_url = self.base_url + self.workload.parent
+        self.parent_url = self.base_url + self.dataset.parent
 
     def _request(self, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
         return request(self.http, method, url, **kwargs)

@@ -14,7 +14,7 @@ from lakebench.store import LmdbStore
 from lakebench.store.terms import iri, literal
 from lakebench.systems.base import Retrieval, System
 from lakebench.systems.memory import rdflib_rows
-from lakebench.workload import LDP_CONTAINS, Child
+from lakebench.dataset import LDP_CONTAINS, Child
 
 LDP = "http://www.w3.org/ns/ldp#"
 CONTAINS = iri(LDP_CONTAINS)
@@ -26,7 +26,7 @@ class LmdbSystem(System):
 
     def setup(self) -> None:
         self.store = LmdbStore(self.data_dir, durable=self.durability == "durable")
-        self.parent = iri(self.workload.parent_uri)
+        self.parent = iri(self.dataset.parent_uri)
         self.store.write(lambda txn: txn.add_graph(self.parent))  # the parent's (empty) graph
 
     def create_child(self, child: Child) -> None:
@@ -35,14 +35,14 @@ class LmdbSystem(System):
 
     def retrieve_parent(self) -> Retrieval:
         body = self.store.serialize(graph=self.parent, format="turtle", prefixes={"ldp": LDP})
-        return Retrieval(body=body, parent_uri=self.workload.parent_uri)
+        return Retrieval(body=body, parent_uri=self.dataset.parent_uri)
 
     # -- containers and resources at a path (the deep workload) ---------
     # A container is a graph of its own holding its ldp:contains triples,
     # like the parent; its parent's graph gets the ldp:contains of it, in
     # the same transaction.
     def _iri(self, path: str) -> bytes:
-        return iri(self.workload.base + path)
+        return iri(self.dataset.base + path)
 
     def _container_of(self, path: str) -> bytes:
         return self._iri(path.rpartition("/")[0])
@@ -58,23 +58,23 @@ class LmdbSystem(System):
 
     def list_container(self, path: str) -> Retrieval:
         body = self.store.serialize(graph=self._iri(path), format="turtle", prefixes={"ldp": LDP})
-        return Retrieval(body=body, parent_uri=self.workload.base + path)
+        return Retrieval(body=body, parent_uri=self.dataset.base + path)
 
     def create_resource(self, child: Child, path: str) -> None:
         uri = self._iri(path)
         # The child's N-Triples with the subject moved to ``path``: its own
         # IRI appears as a subject only (its links name other resources).
-        ntriples = child.ntriples.replace(f"<{child.uri}>".encode(), f"<{self.workload.base}{path}>".encode())
+        ntriples = child.ntriples.replace(f"<{child.uri}>".encode(), f"<{self.dataset.base}{path}>".encode())
         up = self._container_of(path)
         self.store.ingest(ntriples, uri, extra=[(up, CONTAINS, uri, up)])
 
     def get_resource(self, path: str) -> Retrieval:
-        uri = self.workload.base + path
+        uri = self.dataset.base + path
         body = self.store.serialize(graph=iri(uri), format="nt")
         return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
 
     def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
-        graph = iri(self.workload.base + path)  # a child's graph is named by the child, its subject
+        graph = iri(self.dataset.base + path)  # a child's graph is named by the child, its subject
 
         def change(txn) -> None:  # one store write: all removed and added, or nothing
             for predicate, old, _ in replacements:

@@ -10,7 +10,7 @@ from rdflib import Dataset, Literal, URIRef
 from rdflib.graph import Graph
 
 from lakebench.systems.base import Retrieval, System
-from lakebench.workload import LDP_CONTAINS, Child
+from lakebench.dataset import LDP_CONTAINS, Child
 
 CONTAINS = URIRef(LDP_CONTAINS)
 
@@ -20,13 +20,13 @@ class MemorySystem(System):
     durability = "volatile"
 
     def setup(self) -> None:
-        self.dataset = Dataset(store="Memory")
-        self.parent = URIRef(self.workload.parent_uri)
-        self.parent_graph = self.dataset.graph(self.parent)
+        self.quads = Dataset(store="Memory")
+        self.parent = URIRef(self.dataset.parent_uri)
+        self.parent_graph = self.quads.graph(self.parent)
 
     def create_child(self, child: Child) -> None:
         uri = child.uri
-        self.dataset.graph(URIRef(uri)).parse(data=child.ntriples, format="nt")
+        self.quads.graph(URIRef(uri)).parse(data=child.ntriples, format="nt")
         self.parent_graph.add((self.parent, CONTAINS, URIRef(uri)))
 
     def retrieve_parent(self) -> Retrieval:
@@ -41,18 +41,18 @@ class MemorySystem(System):
 
     # -- containers and resources at a path (the deep workload) ---------
     def _ref(self, path: str) -> URIRef:
-        return URIRef(self.workload.base + path)
+        return URIRef(self.dataset.base + path)
 
     def create_container(self, path: str) -> None:
         node, up = self._ref(path), self._ref(path.rpartition("/")[0])
-        self.dataset.graph(node)  # its own (empty) graph, like the parent's
-        self.dataset.graph(up).add((up, CONTAINS, node))
+        self.quads.graph(node)  # its own (empty) graph, like the parent's
+        self.quads.graph(up).add((up, CONTAINS, node))
 
     def list_container(self, path: str) -> Retrieval:
         node = self._ref(path)
         representation = Graph()
         representation.bind("ldp", "http://www.w3.org/ns/ldp#")
-        for triple in self.dataset.graph(node).triples((node, None, None)):
+        for triple in self.quads.graph(node).triples((node, None, None)):
             representation.add(triple)
         return Retrieval(body=representation.serialize(format="turtle").encode("utf-8"), parent_uri=str(node))
 
@@ -60,26 +60,26 @@ class MemorySystem(System):
         node, up = self._ref(path), self._ref(path.rpartition("/")[0])
         # The child's graph with its subject moved to ``path`` (its own IRI is a subject only).
         ntriples = child.ntriples.replace(f"<{child.uri}>".encode(), f"<{node}>".encode())
-        self.dataset.graph(node).parse(data=ntriples, format="nt")
-        self.dataset.graph(up).add((up, CONTAINS, node))
+        self.quads.graph(node).parse(data=ntriples, format="nt")
+        self.quads.graph(up).add((up, CONTAINS, node))
 
     def get_resource(self, path: str) -> Retrieval:
-        uri = self.workload.base + path
-        body = self.dataset.graph(URIRef(uri)).serialize(format="nt", encoding="utf-8")
+        uri = self.dataset.base + path
+        body = self.quads.graph(URIRef(uri)).serialize(format="nt", encoding="utf-8")
         return Retrieval(body=body, parent_uri=uri, content_type="application/n-triples")
 
     def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
-        subject = URIRef(self.workload.base + path)
-        graph = self.dataset.graph(subject)
+        subject = URIRef(self.dataset.base + path)
+        graph = self.quads.graph(subject)
         for predicate, old, _ in replacements:
             graph.remove((subject, URIRef(predicate), Literal(old)))
         for predicate, _, new in replacements:
             graph.add((subject, URIRef(predicate), Literal(new)))
     def query(self, sparql: str) -> list[tuple]:
-        return rdflib_rows(self.dataset.query(sparql))
+        return rdflib_rows(self.quads.query(sparql))
 
     def triples_total(self, children: int | None = None) -> int:
-        return len(self.dataset)
+        return len(self.quads)
 
     def disk_path(self):
         return None

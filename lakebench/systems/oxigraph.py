@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyoxigraph as ox
 
 from lakebench.systems.base import Retrieval, System
-from lakebench.workload import LDP_CONTAINS, Child, escape_string
+from lakebench.dataset import LDP_CONTAINS, Child, escape_string
 
 CONTAINS = ox.NamedNode(LDP_CONTAINS)
 
@@ -20,7 +20,7 @@ class OxigraphSystem(System):
 
     def setup(self) -> None:
         self.store = ox.Store(str(self.data_dir / "oxigraph"))
-        self.parent = ox.NamedNode(self.workload.parent_uri)
+        self.parent = ox.NamedNode(self.dataset.parent_uri)
 
     def create_child(self, child: Child) -> None:
         graph = ox.NamedNode(child.uri)
@@ -45,7 +45,7 @@ class OxigraphSystem(System):
 
     # -- containers and resources at a path (the deep workload) ---------
     def _node(self, path: str) -> ox.NamedNode:
-        return ox.NamedNode(self.workload.base + path)
+        return ox.NamedNode(self.dataset.base + path)
 
     def create_container(self, path: str) -> None:
         # An empty graph is no quad: the container is its membership in its parent's graph.
@@ -68,14 +68,14 @@ class OxigraphSystem(System):
         self.store.extend(quads)
 
     def get_resource(self, path: str) -> Retrieval:
-        graph = ox.NamedNode(self.workload.base + path)
+        graph = ox.NamedNode(self.dataset.base + path)
         body = self.store.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)  # the child's graph
         return Retrieval(body=body, parent_uri=graph.value, content_type="application/n-triples")
 
     def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
         # One SPARQL Update is one transaction of the store (Store.remove and
         # Store.add would be one each).
-        uri = self.workload.base + path
+        uri = self.dataset.base + path
 
         def data(index: int) -> str:
             return " ".join(f'<{uri}> <{r[0]}> "{escape_string(r[index])}" .' for r in replacements)

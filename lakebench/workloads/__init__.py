@@ -41,7 +41,7 @@ def target(name: str) -> str:
 
 
 def load(name: str):
-    """The :class:`~lakebench.workloads.base.Scenario` class registered as ``name``."""
+    """The :class:`~lakebench.workloads.base.Workload` class registered as ``name``."""
     return load_target(target(name))
 
 

@@ -1,10 +1,10 @@
 """What every workload is: its parameters, its steps, its checks.
 
-A :class:`Scenario` knows what to send to a system and what the system
+A :class:`Workload` knows what to send to a system and what the system
 must hold afterwards; it holds no clock.  It runs through a driver
 (:mod:`lakebench.drivers`), which times each operation in one wrapper and
 collects the raw times by operation kind into an :class:`Outcome`.  The
-data every workload draws its graphs from is :class:`lakebench.workload.Workload`
+data every workload draws its graphs from is :class:`lakebench.dataset.DataSet`
 (the *data set*: child ``k`` is the same graph for every system).
 
 Every workload ends the way the seed's does: the parent container is read
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from lakebench.systems.base import NotApplicable
-from lakebench.workload import LDP_CONTAINS, Workload
+from lakebench.dataset import LDP_CONTAINS, DataSet
 
-__all__ = ["NotApplicable", "Outcome", "Param", "Scenario", "count_containment", "needs"]
+__all__ = ["NotApplicable", "Outcome", "Param", "Workload", "count_containment", "needs"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Outcome:
         return len(self.times.get("create", ()))
 
 
-class Scenario:
+class Workload:
     """Base class of a workload.  Subclasses set ``name``, ``primary`` and ``PARAMETERS``
     and implement :meth:`run`; :meth:`not_applicable` and :meth:`record` when they need to.
     """
@@ -105,7 +105,7 @@ class Scenario:
     #: ``--checkpoints`` (the parent and the disk measured as the container fills).
     ingests: ClassVar[bool] = True
 
-    def __init__(self, dataset: Workload, params: dict | None = None):
+    def __init__(self, dataset: DataSet, params: dict | None = None):
         self.dataset = dataset
         self.params = {name: p.default for name, p in self.PARAMETERS.items()}
         self.params.update(params or {})

@@ -24,7 +24,7 @@ import random
 
 from lakebench.argtypes import ByteSize, size_text
 from lakebench.results import stats
-from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
+from lakebench.workloads.base import Outcome, Param, Workload, count_containment
 
 #: The largest ``--binary-size``: one binary is held in memory while it is sent.
 MAX_BINARY_SIZE = 256 << 20
@@ -70,7 +70,7 @@ def mb_per_s(size: int, seconds: float) -> float | None:
     return stats.rate(size, seconds, 3, unit=MB)
 
 
-class Binaries(Scenario):
+class Binaries(Workload):
     name = "binaries"
     ingests = False  # no children through driver.ingest: no checkpoints
     primary = PUT

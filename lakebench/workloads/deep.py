@@ -39,8 +39,8 @@ import random
 from typing import Iterator
 
 from lakebench.argtypes import Bounded
-from lakebench.workload import NS
-from lakebench.workloads.base import Outcome, Param, Scenario, count_containment, needs
+from lakebench.dataset import NS
+from lakebench.workloads.base import Outcome, Param, Workload, count_containment, needs
 
 #: Bytes of a binary leaf: the wiki's 10 KB file.
 LEAF_BYTES = 10 * 1024
@@ -125,7 +125,7 @@ def _binary_leaves(system_cls) -> bool:
     return system_cls.supports("create_binary") and system_cls.supports("get_binary")
 
 
-class Deep(Scenario):
+class Deep(Workload):
     name = "deep"
     ingests = False  # no children through driver.ingest: no checkpoints
     primary = "create container"

@@ -1,16 +1,16 @@
 """``flat``: the seed's workload, unchanged.
 
 N children PUT under one parent container, each a 200-triple graph of the
-data set (:mod:`lakebench.workload`), each PUT timed alone; then the parent
+data set (:mod:`lakebench.dataset`), each PUT timed alone; then the parent
 retrieved.  With ``--driver locust`` Locust's users PUT the children and
 read the parent in its three ``Prefer`` variants.
 """
 from __future__ import annotations
 
-from lakebench.workloads.base import Outcome, Scenario, count_containment
+from lakebench.workloads.base import Outcome, Workload, count_containment
 
 
-class Flat(Scenario):
+class Flat(Workload):
     name = "flat"
     primary = "create"
     drivers = ("client", "locust")

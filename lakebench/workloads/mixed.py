@@ -27,7 +27,7 @@ import argparse
 
 from lakebench.argtypes import Bounded
 from lakebench.results import stats
-from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
+from lakebench.workloads.base import Outcome, Param, Workload, count_containment
 
 #: Patched children read back after the run, at most.
 CHECK_PATCHED = 200
@@ -50,7 +50,7 @@ def _weights(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-class Mixed(Scenario):
+class Mixed(Workload):
     name = "mixed"
     ingests = False  # its ingest is Locust's, which takes no checkpoints
     primary = "create child"

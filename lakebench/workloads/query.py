@@ -27,10 +27,10 @@ and means the same on every store.
 Each answer is reduced to its rows (tuples of strings, as ``System.query``
 gives them), sorted, and a digest of them, so the record says whether the
 systems agree (:func:`disagreements`) and whether each found what the data
-set says it holds (``expected``, from :mod:`lakebench.workload`).
+set says it holds (``expected``, from :mod:`lakebench.dataset`).
 
->>> from lakebench.workload import Workload
->>> qs = queries(Workload(children=20, seed=7))
+>>> from lakebench.dataset import DataSet
+>>> qs = queries(DataSet(children=20, seed=7))
 >>> list(qs), [q.expected for q in qs.values()]
 (['lookup', 'triples', 'children', 'join'], [1, 4020, 20, 19])
 >>> digest([("b", "1"), ("a", None)]) == digest([("a", None), ("b", "1")])
@@ -43,8 +43,8 @@ import json
 from dataclasses import dataclass
 
 from lakebench.argtypes import Bounded
-from lakebench.workload import INT_NS, LDP_CONTAINS, Workload
-from lakebench.workloads.base import Outcome, Param, Scenario
+from lakebench.dataset import INT_NS, LDP_CONTAINS, DataSet
+from lakebench.workloads.base import Outcome, Param, Workload
 
 REPEATS = Bounded(int, 1, 1000)
 #: The link the ``join`` follows: each child's first internal triple, to the child made before it.
@@ -73,7 +73,7 @@ class Query:
     counts: bool  # a COUNT query: the answer is the number in its single row
 
 
-def lookup_literal(dataset: Workload) -> str:
+def lookup_literal(dataset: DataSet) -> str:
     """The literal looked up: of the middle child, its first literal that must be escaped in SPARQL
     (else its first literal).
 
@@ -86,17 +86,17 @@ def lookup_literal(dataset: Workload) -> str:
     return next((v for v in clean if _MUST_ESCAPE & set(v)), clean[0])
 
 
-def chained_links(dataset: Workload) -> int:
+def chained_links(dataset: DataSet) -> int:
     """Rows of the ``join``: children ``a`` whose first internal link (``int:p0``) is a child ``b``
     (whose own ``int:p0`` is then ``c``).
 
     ``int:p0`` of child ``k`` is the child most recently created before it
-    (:meth:`Workload.child`), the parent for child 0: every child but the first.
+    (:meth:`DataSet.child`), the parent for child 0: every child but the first.
     """
     return dataset.children - 1
 
 
-def queries(dataset: Workload) -> dict[str, Query]:
+def queries(dataset: DataSet) -> dict[str, Query]:
     """The queries over ``dataset``, in the order they run."""
     parent = f"<{dataset.parent_uri}>"
     contains = f"<{LDP_CONTAINS}>"
@@ -136,7 +136,7 @@ def answer(query: Query, rows) -> int | None:
         return None
 
 
-class Queries(Scenario):
+class Queries(Workload):
     name = "query"
     # The lookup: one row found by one index probe, the operation closest to
     # a client's "find the resource with this value"; the counts and the join
@@ -184,7 +184,7 @@ class Queries(Scenario):
         }
 
 
-def _shrunk(dataset: Workload, children: int) -> Workload:
+def _shrunk(dataset: DataSet, children: int) -> DataSet:
     from dataclasses import replace
 
     return replace(dataset, children=max(children, 1))

@@ -18,15 +18,15 @@ import random
 
 from lakebench.argtypes import Bounded
 from lakebench.pagecache import drop_page_cache
-from lakebench.workload import NS, Child
-from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
+from lakebench.dataset import NS, Child
+from lakebench.workloads.base import Outcome, Param, Workload, count_containment
 
 READS = Bounded(int, 1, 1_000_000)
 COLD_READS = Bounded(int, 0, 10_000)
 FORMATS = {"text/turtle": "TURTLE", "application/n-triples": "N_TRIPLES"}
 
 
-class Read(Scenario):
+class Read(Workload):
     name = "read"
     primary = "get child"
     needs = ("get_resource",)

@@ -21,15 +21,15 @@ from __future__ import annotations
 import random
 
 from lakebench.argtypes import Bounded
-from lakebench.workload import ALPHABET
-from lakebench.workloads.base import Outcome, Param, Scenario, count_containment
+from lakebench.dataset import ALPHABET
+from lakebench.workloads.base import Outcome, Param, Workload, count_containment
 from lakebench.workloads.read import literals_if_whole
 
 UPDATES = Bounded(int, 1, 100_000)  # the workload keeps every update applied, to check it
 REPLACED = Bounded(int, 1, 1000)
 
 
-class Update(Scenario):
+class Update(Workload):
     name = "update"
     primary = "update"
     needs = ("replace_literals", "get_resource")
@@ -117,8 +117,8 @@ def _literals(child, changed: dict[int, str]) -> list[tuple[str, str]]:
     """``(predicate, literal)`` of ``child``'s literal group as the system should hold it: as
     generated, but for the slots ``changed`` by updates.
 
-    >>> from lakebench.workload import Workload
-    >>> child = Workload(children=1, triples=4).child(0)
+    >>> from lakebench.dataset import DataSet
+    >>> child = DataSet(children=1, triples=4).child(0)
     >>> [p.rsplit("#")[1] for p, _ in _literals(child, {1: "new"})], _literals(child, {1: "new"})[1][1]
     (['p0', 'p0'], 'new')
     """

@@ -11,10 +11,10 @@ import rdflib
 
 from lakebench import _store
 from lakebench.store.terms import iri
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 pytestmark = pytest.mark.benchmark
-CHILD = Workload(children=10, seed=0).child(7)
+CHILD = DataSet(children=10, seed=0).child(7)
 
 
 @pytest.mark.benchmark(group="parse one child")

@@ -13,10 +13,10 @@ from rdflib import Literal
 from lakebench import _store
 from lakebench.store import LmdbStore
 from lakebench.store.terms import decode, encode
-from lakebench.workload import LDP_CONTAINS, Workload
+from lakebench.dataset import LDP_CONTAINS, DataSet
 
 LDP = "http://www.w3.org/ns/ldp#"
-W = Workload(children=10_000, seed=0)
+W = DataSet(children=10_000, seed=0)
 pytestmark = pytest.mark.benchmark
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from lakebench import systems
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 pytestmark = pytest.mark.benchmark
 IN_PROCESS = ["lmdb-nosync", "lmdb", "oxigraph", "memory"]
@@ -27,7 +27,7 @@ def _filled(name, path, workload, n):
 @pytest.mark.benchmark(group="system: create one child (1,000 present)")
 @pytest.mark.parametrize("name", IN_PROCESS)
 def test_create_child(benchmark, tmp_path, name):
-    workload = Workload(children=100_000, seed=0)
+    workload = DataSet(children=100_000, seed=0)
     system = _filled(name, tmp_path, workload, 1_000)
     upcoming = iter(range(1_000, workload.children))
 
@@ -46,7 +46,7 @@ def test_create_child(benchmark, tmp_path, name):
 def test_retrieve_parent(benchmark, tmp_path, name, children):
     if children == 10_000 and name in ("memory", "lmdb"):
         pytest.skip("10,000 children: the fast systems only (memory and durable lmdb take minutes to fill)")
-    workload = Workload(children=children, seed=0)
+    workload = DataSet(children=children, seed=0)
     system = _filled(name, tmp_path, workload, children)
     retrieval = benchmark(system.retrieve_parent)
     assert len(retrieval.body) > 40 * children

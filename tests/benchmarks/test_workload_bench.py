@@ -3,7 +3,7 @@
 Run: ``pytest tests/benchmarks/test_workload_bench.py -m benchmark --benchmark-enable``.
 
 ``test_child`` is the figure of issue 15 and docs/performance.rst: one child
-built as the runner needs it (``Workload.child`` plus its N-Triples and
+built as the runner needs it (``DataSet.child`` plus its N-Triples and
 Turtle), a fresh index each round since both serializations are cached per
 child.  The others split it: drawing the literals (C), and laying out one
 serialization around literals already drawn (Python).
@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 pytestmark = pytest.mark.benchmark
 LENGTHS = [64, 1024]
@@ -23,7 +23,7 @@ LENGTHS = [64, 1024]
 @pytest.mark.benchmark(group="workload: child + N-Triples + Turtle")
 @pytest.mark.parametrize("literal_length", LENGTHS)
 def test_child(benchmark, literal_length):
-    w = Workload(children=1_000_000, seed=0, literal_length=literal_length)
+    w = DataSet(children=1_000_000, seed=0, literal_length=literal_length)
     indices = itertools.count()
 
     def build():
@@ -37,7 +37,7 @@ def test_child(benchmark, literal_length):
 @pytest.mark.benchmark(group="workload: literals")
 @pytest.mark.parametrize("literal_length", LENGTHS)
 def test_draw_literals(benchmark, literal_length):
-    w = Workload(children=1_000_000, seed=0, literal_length=literal_length)
+    w = DataSet(children=1_000_000, seed=0, literal_length=literal_length)
     indices = itertools.count()
     literals = benchmark(lambda: w.child(next(indices)).escaped_literals)
     assert len(literals) == 100
@@ -46,7 +46,7 @@ def test_draw_literals(benchmark, literal_length):
 @pytest.mark.benchmark(group="workload: serialization")
 @pytest.mark.parametrize("form", ["turtle", "ntriples"])
 def test_serialize_child(benchmark, form):
-    w = Workload(children=1_000_000, seed=0)
+    w = DataSet(children=1_000_000, seed=0)
     children = iter([w.child(i) for i in range(5_000)])
 
     def drawn():  # a fresh child, its literals drawn outside the measure

@@ -254,15 +254,15 @@ LIBRARY_RUN = """
 import json, sys
 from lakebench.locust import LoadTestError
 from lakebench.locust.driver import ingest_with_locust
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 base, pid = sys.argv[1], int(sys.argv[2])
-r = ingest_with_locust(base, Workload(children=20, seed=3, parent="lib"), users=2, server_pid=pid,
+r = ingest_with_locust(base, DataSet(children=20, seed=3, parent="lib"), users=2, server_pid=pid,
                        monitor_interval=0.25)
 out = {"latencies": r["latencies"], "failures": r["failures"], "samples": len(r["samples"]),
        "retrievals": {k: {"bytes": v["bytes"], "body": len(v["body"]), "contains": v["contains"],
                           "seconds": v["seconds"]} for k, v in r["retrievals"].items()}}
 try:
-    ingest_with_locust(base, Workload(children=2, parent="lib"))
+    ingest_with_locust(base, DataSet(children=2, parent="lib"))
 except LoadTestError as exc:
     out["again"] = str(exc)
 print(json.dumps(out))

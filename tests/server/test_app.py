@@ -11,7 +11,7 @@ from rdflib.compare import isomorphic
 from lakebench.server import binaries as binaries_module
 from lakebench.server import headers as headers_module
 from lakebench.server.vocabulary import RDF_SOURCE
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 from .conftest import LDP_CONTAINS, contained, graph_of, user_triples
 
@@ -155,7 +155,7 @@ def test_content_negotiation(server, accept, expected):
 @pytest.mark.parametrize("content_type", FORMATS)
 def test_workload_child_round_trips(server, content_type):
     """A child PUT as Turtle comes back isomorphic in every format: escapes, non-BMP."""
-    w = Workload(children=3, seed=11, parent="rt", base=server.base)
+    w = DataSet(children=3, seed=11, parent="rt", base=server.base)
     put(server, "/rt")
     child = w.child(2)
     expected = rdflib.Graph().parse(data=child.ntriples, format="nt")

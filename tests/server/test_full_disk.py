@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from lakebench.store import LmdbStore, check
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 from ..conftest import fill_disk as _fill
 from .conftest import LDP_CONTAINS
@@ -27,7 +27,7 @@ def test_a_full_disk_answers_507_keeps_reads_and_loses_nothing(serve, small_disk
     data = small_disk / "store"
     server = serve("--durability", durability, data=data)
     assert server.request("PUT", "/c", "", {"Content-Type": "text/turtle"}).status == 201
-    workload = Workload(parent="c")
+    workload = DataSet(parent="c")
     filler = _fill(small_disk, HEADROOM)
 
     acknowledged, refused = [], []
@@ -60,7 +60,7 @@ def test_a_full_disk_answers_507_keeps_reads_and_loses_nothing(serve, small_disk
 
     # Space again: writes resume.
     filler.unlink()
-    later = Workload(parent="c", seed=workload.seed + 1)
+    later = DataSet(parent="c", seed=workload.seed + 1)
     resumed = 0
     for child in later:
         r = server.request("PUT", f"/c/again{child.index}", child.turtle, {"Content-Type": "text/turtle"})

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyoxigraph as ox
 import pytest
 
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 from .conftest import LDP_CONTAINS, RDF_TYPE, Response, Server, check_store, contained, free_port
 
@@ -224,7 +224,7 @@ def corpus_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("corpus")
     server = Server(tmp / "data", tmp / "serve.log", "--max-body", str(MAX_BODY),
                     "--max-binary", str(MAX_BINARY)).start()
-    w = Workload(children=1, seed=1, parent="bad", base=server.base)
+    w = DataSet(children=1, seed=1, parent="bad", base=server.base)
     assert server.request("PUT", "/bad", "", TTL).status == 201
     assert server.request("PUT", VICTIM, w.child(0).turtle, AS_SOURCE).status == 201
     original = user_triples(get_nt(server, VICTIM).body)
@@ -290,7 +290,7 @@ def test_8_clients_put_children_into_one_parent(serve):
     server = serve("--workers", "2", "--durability", "nosync")
     n_clients, per_client = 8, 25
     total = n_clients * per_client
-    w = Workload(children=total, seed=3, parent="conc", base=server.base)
+    w = DataSet(children=total, seed=3, parent="conc", base=server.base)
     assert server.request("PUT", "/conc", "", TTL).status == 201
 
     def client(t: int) -> list[tuple[int, int]]:
@@ -358,7 +358,7 @@ def test_sigkill_during_ingest_loses_nothing_acknowledged(serve, tmp_path):
     data, port = tmp_path / "crash", free_port()
     base = f"http://127.0.0.1:{port}/"  # same port every time: same IRIs
     # Enough children for every round to be cut short: about 1,000 go in per round on a fast machine.
-    w = Workload(children=8000, seed=5, parent="crash", base=base)
+    w = DataSet(children=8000, seed=5, parent="crash", base=base)
     rng = random.Random(20240)
     acked: set[int] = set()
     in_flight: set[int] = set()  # requests the kill interrupted: committed or not

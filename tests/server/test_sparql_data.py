@@ -13,7 +13,7 @@ from lakebench._sparql import prepare_update
 from lakebench.server.sandbox import OK, evaluate
 
 BASE = "http://e/r"
-BEFORE = "".join(f'<{BASE}> <http://e/p{i % 3}> "v{i}" .\n' for i in range(6)).encode() + \
+BEFORE = "".join(f'<{BASE}> <http://e/p{i % 3}> "v{i}" .\n' for i in range(6)).encode() +\
     f'<{BASE}> <http://e/q> <http://e/o> .\n<{BASE}> <http://e/t> "x"@en-us .\n<{BASE}> <http://e/n> "1"^^<http://www.w3.org/2001/XMLSchema#integer> .\n'.encode()
 
 OBJECTS = ['"v0"', '"v1"', '"v5"', '"v9"', '<http://e/o>', '"x"@en-US', '"x"@en-us', "1", '"1"', "01",

@@ -14,7 +14,7 @@ from rdflib.compare import isomorphic
 from lakebench import _codec, _store
 from lakebench.store import LmdbStore, ParseError, StoreError, check
 from lakebench.store.terms import DEFAULT_GRAPH, decode, iri, literal
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 G = "http://ex.org/g"
 
@@ -299,7 +299,7 @@ def _old_store(path, version: int, terms: dict[int, bytes], quads: list[tuple[in
     encoded terms."""
     env = lmdb.open(str(path), max_dbs=16, map_size=1 << 24)
     quad_dbs = ("spoc", "posc", "ospc") + (("cspo",) if version < 4 else ())
-    names = ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs") + (("i2l",) if version >= 3 else ()) + \
+    names = ("meta", "t2i", "i2t", *quad_dbs, "ns", "graphs") + (("i2l",) if version >= 3 else ()) +\
         (("cs",) if version >= 4 else ())
     fixed = ("t2i", *quad_dbs, "cs")
     dbs = {name: env.open_db(name.encode(), dupsort=name in fixed, dupfixed=name in fixed,
@@ -475,7 +475,7 @@ def test_a_containers_iris_sit_together_apart_from_the_literals(tmp_path):
     which a listing of their container reads, fill a few pages of i2t, not
     one page each between their literals."""
     with LmdbStore(tmp_path / "store") as store:
-        for child in Workload(children=200, seed=7):
+        for child in DataSet(children=200, seed=7):
             store.ingest(child.ntriples, child.uri)
         with store.read() as txn:
             stats = txn.db_stats()
@@ -520,7 +520,7 @@ def test_check_passes_and_finds_damage(tmp_path, small_workload):
         assert txn.put(graph, struct.pack(">I", stray), db=cs, dupdata=True)
     env.close()   # one environment per file and process: LMDB's rule
     problems = check(path)
-    assert f"cs lists subject {stray} under graph {struct.unpack('>I', graph)[0]}, which holds no quad of it" \
+    assert f"cs lists subject {stray} under graph {struct.unpack('>I', graph)[0]}, which holds no quad of it"\
         in problems
     env = lmdb.open(str(path), max_dbs=16)
     cs = env.open_db(b"cs", dupsort=True, dupfixed=True, create=False)
@@ -614,7 +614,7 @@ def test_the_parser_makes_the_same_stored_form_as_the_codec(tmp_path):
     makes of the encoded term, or a term would have two stored forms."""
     import random
 
-    from lakebench.workload import ALPHABET, escape_string
+    from lakebench.dataset import ALPHABET, escape_string
 
     rng = random.Random(5)
     pool = ALPHABET + "\x00\x7f\x80\u07ff\u0800\u3fff\u4000\uffff\U00010000\U0010ffff"

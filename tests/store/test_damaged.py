@@ -27,7 +27,7 @@ import lakebench
 from lakebench.process import free_port
 from lakebench.store import LmdbStore
 from lakebench.store.preflight import StoreDamaged
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 from ..conftest import mounted_tmpfs
 
@@ -43,7 +43,7 @@ SIGNAL_EXITS = {128 + s for s in (signal.SIGABRT, signal.SIGBUS, signal.SIGSEGV)
 def store_dir(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("damaged") / "store"
     with LmdbStore(path) as store:
-        for child in Workload(children=200, seed=7):
+        for child in DataSet(children=200, seed=7):
             store.ingest(child.ntriples, child.uri)
     return path
 

@@ -41,10 +41,10 @@ MODES = {  # name -> (durable, log, filing lag)
 WRITER = textwrap.dedent("""
     import os, sys
     from lakebench.store import LmdbStore
-    from lakebench.workload import LDP_CONTAINS, Workload
+    from lakebench.dataset import LDP_CONTAINS, DataSet
     path, durable, log, n, triples = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
     lag = {} if sys.argv[6] == "None" else {"filing_lag": int(sys.argv[6])}
-    w = Workload(children=n, triples=triples, seed=5)
+    w = DataSet(children=n, triples=triples, seed=5)
     parent = w.parent_uri
     # A small map and small batches: the trace holds map growth and several batch commits.
     store = LmdbStore(path, durable=durable, log=log, map_size=1 << 18, batch_writes=8, **lag)
@@ -59,9 +59,9 @@ WRITER = textwrap.dedent("""
 VERIFIER = textwrap.dedent("""
     import json, sys
     from lakebench.store import LmdbStore, check
-    from lakebench.workload import LDP_CONTAINS, Workload
+    from lakebench.dataset import LDP_CONTAINS, DataSet
     n, triples = int(sys.argv[1]), int(sys.argv[2])
-    w = Workload(children=n, triples=triples, seed=5)
+    w = DataSet(children=n, triples=triples, seed=5)
     parent = w.parent_uri
     for line in sys.stdin:
         image = json.loads(line)

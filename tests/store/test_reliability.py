@@ -12,14 +12,14 @@ import time
 
 from lakebench.store import LmdbStore, check
 from lakebench.store.terms import iri
-from lakebench.workload import LDP_CONTAINS, Workload
+from lakebench.dataset import LDP_CONTAINS, DataSet
 
 WRITER = textwrap.dedent("""
     import sys
     from lakebench.store import LmdbStore
-    from lakebench.workload import LDP_CONTAINS, Workload
+    from lakebench.dataset import LDP_CONTAINS, DataSet
     path, start, durable = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "durable"
-    w = Workload(children=100_000, seed=3)
+    w = DataSet(children=100_000, seed=3)
     parent = w.parent_uri
     store = LmdbStore(path, durable=durable, map_size=1 << 20)  # small: the map grows under the writes
     print("READY", flush=True)
@@ -37,7 +37,7 @@ def _writer(path, start, durability):
 
 def test_sigkill_during_ingest_loses_no_acknowledged_child(tmp_path):
     path = tmp_path / "store"
-    w = Workload(children=100_000, seed=3)
+    w = DataSet(children=100_000, seed=3)
     rng = random.Random(11)
     acked: list[int] = []
     start = 0
@@ -78,7 +78,7 @@ def test_sigkill_during_ingest_loses_no_acknowledged_child(tmp_path):
 
 def test_reader_sees_a_consistent_snapshot_while_another_process_writes(tmp_path):
     path = tmp_path / "store"
-    w = Workload(children=100_000, seed=3)
+    w = DataSet(children=100_000, seed=3)
     parent, contains = iri(w.parent_uri), iri(LDP_CONTAINS)
     LmdbStore(path, durable=False).close()
     proc = _writer(path, 0, "nosync")

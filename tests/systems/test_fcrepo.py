@@ -9,7 +9,7 @@ from lakebench.systems import fcrepo
 from lakebench.runner import RunConfig, count_containment, run
 from lakebench.systems.base import SystemFailure
 from lakebench.systems.ldp import LdpSystem
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 pytestmark = [
     pytest.mark.fcrepo,
@@ -24,7 +24,7 @@ def fedora(tmp_path_factory):
 
 
 def test_ldp_system_against_a_running_fedora(fedora, tmp_path):
-    workload = Workload(children=8, seed=5, parent="ldp-test")
+    workload = DataSet(children=8, seed=5, parent="ldp-test")
     system = LdpSystem(tmp_path, workload, {"system_url": fedora.base_url})
     system.setup()
     for child in workload:
@@ -45,7 +45,7 @@ def test_child_graph_stored_as_sent(fedora, tmp_path):
     import urllib3
     from rdflib.compare import isomorphic
 
-    workload = Workload(children=2, seed=9, parent="graph-test")
+    workload = DataSet(children=2, seed=9, parent="graph-test")
     system = LdpSystem(tmp_path, workload, {"system_url": fedora.base_url})
     system.setup()
     child = workload.child(1)

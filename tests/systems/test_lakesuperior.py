@@ -7,7 +7,7 @@ import pytest
 from lakebench.systems import lakesuperior
 from lakebench.systems.base import SystemFailure
 from lakebench.systems.lakesuperior.system import AbsoluteIriChild, LakesuperiorSystem, absolute_iris
-from lakebench.workload import Workload
+from lakebench.dataset import DataSet
 
 # -- the Turtle it is sent (no server) -------------------------------------------
 
@@ -31,7 +31,7 @@ def test_absolute_iris_resolves_relative_references_only():
 def test_the_child_sent_holds_the_same_triples():
     import pyoxigraph as ox
 
-    workload = Workload(children=8, seed=4)
+    workload = DataSet(children=8, seed=4)
     base = "http://127.0.0.1:9/ldp/"
     for index in (0, 7):
         child = workload.child(index)
@@ -60,13 +60,13 @@ def test_child_graph_stored_as_sent(server, tmp_path):
     import pyoxigraph as ox
     import urllib3
 
-    workload = Workload(children=6, seed=9, parent="graph-test")
+    workload = DataSet(children=6, seed=9, parent="graph-test")
     system = LakesuperiorSystem(tmp_path, workload, {"system_url": server.base_url})
     system.setup()
-    for child in system.workload:
+    for child in system.dataset:
         system.create_child(child)
     for index in (0, 5):  # the first links only to the parent, the last to 4 siblings
-        child = system.workload.child(index)
+        child = system.dataset.child(index)
         url = server.base_url + child.path
         body = urllib3.request("GET", url, headers={"Accept": "text/turtle"}).data
         stored = {t for t in ox.parse(body, format=ox.RdfFormat.TURTLE, base_iri=url)
@@ -79,10 +79,10 @@ def test_child_graph_stored_as_sent(server, tmp_path):
 
 
 def test_a_budget_stopped_ingest_is_checked_on_the_children_created(server, tmp_path):
-    workload = Workload(children=100, seed=9, parent="budget-test")
+    workload = DataSet(children=100, seed=9, parent="budget-test")
     system = LakesuperiorSystem(tmp_path, workload, {"system_url": server.base_url})
     system.setup()
-    for child in list(system.workload)[:5]:  # the runner stopped after 5 of 100
+    for child in list(system.dataset)[:5]:  # the runner stopped after 5 of 100
         system.create_child(child)
     assert system.triples_total(children=5) > 5 * 200
     with pytest.raises(SystemFailure, match="HTTP 404"):  # child 50 was never created
@@ -93,10 +93,10 @@ def test_a_budget_stopped_ingest_is_checked_on_the_children_created(server, tmp_
 @pytestmark_real
 def test_a_dropped_triple_fails_the_check(server, tmp_path):
     """Lenient referential integrity: a link to a missing resource is dropped without a word."""
-    workload = Workload(children=1, seed=2, parent="lenient-test")
+    workload = DataSet(children=1, seed=2, parent="lenient-test")
     system = LakesuperiorSystem(tmp_path, workload, {"system_url": server.base_url})
     system.setup()
-    child = system.workload.child(0)
+    child = system.dataset.child(0)
     missing = f"<{server.base_url}lenient-test/nothing-here>".encode()
     body = child.turtle.replace(f"<{server.base_url}lenient-test>".encode(), missing, 1)
     response = system._request("PUT", server.base_url + child.path, body=body,

@@ -5,7 +5,7 @@ import pytest
 from lakebench.runner import count_containment
 from lakebench.store import LmdbStore, check
 from lakebench.systems.lmdb import LmdbNosyncSystem, LmdbSystem
-from lakebench.workload import LDP_CONTAINS
+from lakebench.dataset import LDP_CONTAINS
 
 
 @pytest.mark.parametrize("cls, durability", [(LmdbSystem, "durable"), (LmdbNosyncSystem, "nosync")])

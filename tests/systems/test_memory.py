@@ -17,7 +17,7 @@ def test_memory_system_stores_children_and_membership(tmp_path, small_workload):
     assert system.triples_total() == 20 * 200 + 20
     assert system.disk_path() is None
     child = small_workload.child(4)
-    stored = system.dataset.graph(rdflib.URIRef(child.uri))
+    stored = system.quads.graph(rdflib.URIRef(child.uri))
     expected = rdflib.Graph().parse(data=child.turtle, format="turtle", publicID=child.uri)
     assert set(stored) == set(expected)
     system.close()

@@ -5,7 +5,7 @@ from lakebench.runner import count_containment
 import pyoxigraph as ox
 
 from lakebench.systems.oxigraph import OxigraphSystem
-from lakebench.workload import LDP_CONTAINS
+from lakebench.dataset import LDP_CONTAINS
 
 
 def test_oxigraph_system_one_graph_per_child(tmp_path, small_workload):

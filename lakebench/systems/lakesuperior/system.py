@@ -102,21 +102,21 @@ class AbsoluteIriChild:
         return absolute_iris(self._child.turtle, self._base + self._child.path)
 
 
-class AbsoluteIriWorkload:
+class AbsoluteIriDataSet:
     """The workload, its children serialized with absolute repository IRIs for ``base``."""
 
-    def __init__(self, workload, base: str):
-        self._workload = workload
+    def __init__(self, dataset, base: str):
+        self._dataset = dataset
         self.server_base = base
 
     def __getattr__(self, name):
-        return getattr(self._workload, name)
+        return getattr(self._dataset, name)
 
     def child(self, index: int, *args, **kwargs) -> AbsoluteIriChild:
-        return AbsoluteIriChild(self._workload.child(index, *args, **kwargs), self.server_base)
+        return AbsoluteIriChild(self._dataset.child(index, *args, **kwargs), self.server_base)
 
     def __iter__(self):
-        for index in range(self._workload.children):
+        for index in range(self._dataset.children):
             yield self.child(index)
 
 
@@ -146,7 +146,7 @@ class LakesuperiorSystem(LdpSystem):
 
     def connect(self) -> None:
         super().connect()
-        self.workload = AbsoluteIriWorkload(self.workload, self.base_url)
+        self.dataset = AbsoluteIriDataSet(self.dataset, self.base_url)
 
     def prepare(self, child):
         if not isinstance(child, AbsoluteIriChild):  # e.g. from the runner's producer
@@ -177,21 +177,21 @@ class LakesuperiorSystem(LdpSystem):
         """
         import pyoxigraph as ox
 
-        from lakebench.workload import NS
+        from lakebench.dataset import NS
 
-        n = self.workload.children if children is None else children
+        n = self.dataset.children if children is None else children
         if n < 1:
             return
         indices = sorted({0, n // 2, n - 1})[:sample]
         for index in indices:
-            child = self.workload.child(index)
+            child = self.dataset.child(index)
             url = self.base_url + child.path
             response = self._request("GET", url, headers={"Accept": TURTLE})
             expect(response, "GET", url, (200,))
             subject = ox.NamedNode(url)
             stored = [q for q in ox.parse(response.data, format=ox.RdfFormat.TURTLE, base_iri=url)
                       if q.subject == subject and q.predicate.value.startswith(NS)]
-            sent = self.workload.triples
+            sent = self.dataset.triples
             if len(stored) != sent:
                 raise SystemFailure(
                     f"LAKEsuperior holds {len(stored)} of the {sent} triples sent for {url}: its "

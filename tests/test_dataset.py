@@ -7,12 +7,12 @@ import rdflib
 from rdflib.compare import isomorphic
 
 from lakebench._workload import LiteralDrawer, random_floats
-from lakebench.workload import (
+from lakebench.dataset import (
     ALPHABET,
     EXT_NS,
     INT_NS,
     LIT_NS,
-    Workload,
+    DataSet,
     escape_string,
     seed_key,
 )
@@ -26,7 +26,7 @@ def _groups(child):
 
 
 def test_default_child_has_the_spec_counts():
-    w = Workload()
+    w = DataSet()
     child = w.child(123)
     ext, int_, lit = _groups(child)
     assert len(child.triples) == 200
@@ -38,7 +38,7 @@ def test_default_child_has_the_spec_counts():
 
 
 def test_internal_objects_are_parent_and_recent_children():
-    w = Workload(children=10)
+    w = DataSet(children=10)
     _, int_, _ = _groups(w.child(6))
     assert {o for _, o in int_} == {"parent", "parent/c00000005", "parent/c00000004",
                                     "parent/c00000003", "parent/c00000002"}
@@ -50,25 +50,25 @@ def test_internal_objects_are_parent_and_recent_children():
 
 
 def test_recent_can_be_given_by_a_client():
-    w = Workload(children=100)
+    w = DataSet(children=100)
     _, int_, _ = _groups(w.child(50, recent=[40, 30]))
     assert {o for _, o in int_} == {"parent", "parent/c00000040", "parent/c00000030"}
 
 
 def test_deterministic_by_seed_and_index():
-    a, b = Workload(seed=3), Workload(seed=3)
+    a, b = DataSet(seed=3), DataSet(seed=3)
     assert a.child(9).turtle == b.child(9).turtle
     assert a.child(9).ntriples == b.child(9).ntriples
     assert a.child(9).turtle != a.child(10).turtle
-    assert Workload(seed=4).child(9).turtle != a.child(9).turtle
+    assert DataSet(seed=4).child(9).turtle != a.child(9).turtle
 
 
 def test_turtle_does_not_depend_on_base():
-    assert Workload(base="http://a/").child(5).turtle == Workload(base="http://b/x/").child(5).turtle
+    assert DataSet(base="http://a/").child(5).turtle == DataSet(base="http://b/x/").child(5).turtle
 
 
 def test_proportions_kept_for_other_sizes():
-    w = Workload(triples=20, literal_length=1)
+    w = DataSet(triples=20, literal_length=1)
     ext, int_, lit = _groups(w.child(0))
     assert (len(ext), len(int_), len(lit)) == (5, 5, 10)
     assert len({o for _, o in lit}) == 10  # still distinct with 1-character literals
@@ -85,7 +85,7 @@ def test_alphabet_is_wide_and_tricky():
 
 @pytest.mark.parametrize("index", [0, 3, 17])
 def test_turtle_and_ntriples_round_trip_isomorphic(index):
-    w = Workload(children=20, seed=11)
+    w = DataSet(children=20, seed=11)
     child = w.child(index)
     from_turtle = rdflib.Graph().parse(data=child.turtle, format="turtle", publicID=child.uri)
     from_nt = rdflib.Graph().parse(data=child.ntriples, format="nt")
@@ -101,7 +101,7 @@ def test_turtle_and_ntriples_round_trip_isomorphic(index):
 def test_tricky_characters_survive_pyoxigraph():
     import pyoxigraph as ox
 
-    w = Workload(children=50, seed=1, literal_length=300)
+    w = DataSet(children=50, seed=1, literal_length=300)
     child = w.child(42)
     values = {q.object.value for q in ox.parse(child.turtle, format=ox.RdfFormat.TURTLE,
                                                  base_iri=child.uri) if isinstance(q.object, ox.Literal)}
@@ -116,12 +116,12 @@ def test_escape_string():
 @pytest.mark.parametrize("kwargs", [{"children": 0}, {"triples": 2}, {"literal_length": 0}])
 def test_bad_parameters_rejected(kwargs):
     with pytest.raises(ValueError):
-        Workload(**kwargs)
+        DataSet(**kwargs)
 
 
 def test_child_index_out_of_range():
     with pytest.raises(IndexError):
-        Workload(children=3).child(3)
+        DataSet(children=3).child(3)
 
 
 # The graphs themselves, pinned: sha256 over each child's N-Triples then its
@@ -139,7 +139,7 @@ PINNED_DIGESTS = {
 def test_graphs_are_pinned(literal_length):
     import hashlib
 
-    w = Workload(children=100_000, seed=0, literal_length=literal_length)
+    w = DataSet(children=100_000, seed=0, literal_length=literal_length)
     digest = hashlib.sha256()
     for index in [*range(1000), *range(99_000, 100_000)]:
         child = w.child(index)
@@ -202,7 +202,7 @@ def _combos(count: int, seed: int):
     *_combos(12, seed=15),
 ])
 def test_generator_matches_the_definition(seed, index, literal_length, triples):
-    w = Workload(children=10**6, triples=triples, literal_length=literal_length, seed=seed)
+    w = DataSet(children=10**6, triples=triples, literal_length=literal_length, seed=seed)
     child = w.child(index)
     n_ext, n_int, n_lit = w.group_sizes
     literals = [o for _, o, iri in child.triples if not iri]
@@ -216,12 +216,12 @@ def test_generator_matches_the_definition(seed, index, literal_length, triples):
 def test_redraw_rule_is_kept():
     # 1-character literals repeat often: each repeat is drawn again, and
     # the stream goes on from there; 300 of 750 possible values.
-    w = Workload(children=10, triples=600, literal_length=1, seed=2)
+    w = DataSet(children=10, triples=600, literal_length=1, seed=2)
     assert [o for _, o, iri in w.child(4).triples if not iri] == reference_literals(2, 4, 300, 1)
 
 
 def test_given_links_other_base_and_parent_serialize_as_the_definition():
-    w = Workload(children=1000, triples=13, literal_length=9, seed=8, parent="p-1", base="http://h:8/x/")
+    w = DataSet(children=1000, triples=13, literal_length=9, seed=8, parent="p-1", base="http://h:8/x/")
     child = w.child(500, recent=[498, 300])
     assert child.ntriples == reference_ntriples(child)
     assert child.turtle == reference_turtle(child)
@@ -255,10 +255,10 @@ def test_literal_drawer_refuses_a_bad_alphabet():
 
 def test_impossible_distinct_literals_are_refused():
     with pytest.raises(ValueError, match="distinct"):
-        Workload(triples=4 * len(ALPHABET), literal_length=1)  # 2 * 750 literals of 1 character
+        DataSet(triples=4 * len(ALPHABET), literal_length=1)  # 2 * 750 literals of 1 character
 
 
 def test_prepared_child_takes_the_bytes_as_given():
-    w = Workload(children=10)
+    w = DataSet(children=10)
     child = w.prepared_child(3, b"nt", b"ttl")
     assert (child.ntriples, child.turtle, child.path) == (b"nt", b"ttl", "parent/c00000003")

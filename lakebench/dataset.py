@@ -25,20 +25,20 @@ and the harness keeps up with the fastest system.
 Two serializations are produced.  Turtle, as an LDP client sends it: the
 subject is ``<>`` and every repository IRI is relative, so the bytes do not
 depend on the server's address.  N-Triples, with absolute IRIs resolved
-against the workload's ``base``, for systems that are driven in-process.
+against the data set's ``base``, for systems that are driven in-process.
 Both are built once per child, on first use, and cached, so a runner can
 build them before it starts the clock.  Every byte that does not depend on
 the child (predicates, external objects, punctuation) is laid out once per
-workload (:class:`_Layout`); a child only fills in its subject, its internal
+data set (:class:`_Layout`); a child only fills in its subject, its internal
 links and its literals.
 
->>> w = Workload(children=3, seed=0)
+>>> w = DataSet(children=3, seed=0)
 >>> child = w.child(2)
 >>> child.slug
 'c00000002'
 >>> len(child.triples)
 200
->>> child.turtle == Workload(children=3, seed=0).child(2).turtle
+>>> child.turtle == DataSet(children=3, seed=0).child(2).turtle
 True
 """
 from __future__ import annotations
@@ -139,28 +139,28 @@ def seed_key(seed: int, index: int) -> bytes:
 
 @dataclass(frozen=True)
 class Child:
-    """One child resource: its place in the workload and its graph.
+    """One child resource: its place in the data set and its graph.
 
     ``triples`` are ``(predicate_iri, object, object_is_iri)`` with the child
     as implicit subject; repository IRIs in objects are stored as paths
     relative to the repository base (``parent`` or ``parent/c00000001``) so
-    the same child serves any base.  Built by :meth:`Workload.child`; the
+    the same child serves any base.  Built by :meth:`DataSet.child`; the
     graph (triples, serializations) is computed on first use.
     """
 
-    workload: Workload
+    dataset: DataSet
     index: int
     internal: tuple[str, ...]  # objects of the internal group, in order: paths relative to the base
 
     @property
     def parent(self) -> str:
         """Path of the parent container, relative to the base."""
-        return self.workload.parent
+        return self.dataset.parent
 
     @property
     def base(self) -> str:
         """Repository base for the absolute (N-Triples) form."""
-        return self.workload.base
+        return self.dataset.base
 
     @property
     def slug(self) -> str:
@@ -178,25 +178,25 @@ class Child:
     @cached_property
     def literal_values(self) -> list[str]:
         """The literal group's strings, in order."""
-        w = self.workload
+        w = self.dataset
         return _LITERALS.literals(seed_key(w.seed, self.index), w.group_sizes[2], w.literal_length)
 
     @cached_property
     def escaped_literals(self) -> list[bytes]:
         """The literals as both serializations write them between quotes: escaped, UTF-8."""
-        w = self.workload
+        w = self.dataset
         return _LITERALS.encoded_literals(seed_key(w.seed, self.index), w.group_sizes[2], w.literal_length)
 
     @cached_property
     def triples(self) -> tuple[tuple[str, str, bool], ...]:
-        layout = self.workload._layout
+        layout = self.dataset._layout
         objects = [*layout.external_objects, *self.internal, *self.literal_values]
         return tuple((p, o, i < layout.iri_objects) for i, (p, o) in enumerate(zip(layout.predicates, objects)))
 
     @cached_property
     def turtle(self) -> bytes:
         """The graph as an LDP client PUTs it: ``<>`` subject, relative IRIs."""
-        layout = self.workload._layout
+        layout = self.dataset._layout
         depth = self.path.count("/")
         pieces = layout.turtle_pieces.copy()
         written = {obj: f"<{obj if obj.startswith('http') else _relative(obj, depth)}>".encode("utf-8")
@@ -208,7 +208,7 @@ class Child:
     @cached_property
     def ntriples(self) -> bytes:
         """The graph in N-Triples, every IRI resolved against ``base``."""
-        layout = self.workload._layout
+        layout = self.dataset._layout
         base = self.base
         pieces = layout.ntriples_pieces.copy()
         pieces[layout.ntriples_subject] = [f"<{base}{self.path}>".encode("utf-8")] * len(layout.predicates)
@@ -220,27 +220,27 @@ class Child:
 
 
 class _Layout:
-    r"""A workload's serializations with holes: every byte that is the same for all its children.
+    r"""A data set's serializations with holes: every byte that is the same for all its children.
 
     A child's N-Triples are ``pieces`` with its subject, internal objects and
     literals put in the slots named by the ``ntriples_*`` slices; its Turtle
     the same with the ``turtle_*`` slices.  The literal slots lie between
     quotes already in the pieces.
 
-    >>> layout = _Layout(Workload(triples=4))
+    >>> layout = _Layout(DataSet(triples=4))
     >>> layout.turtle_pieces[0].decode().splitlines()[-2:]
     ['<>', '    ext:p0 ']
     >>> layout.turtle_pieces[layout.turtle_literal.start + 1], layout.turtle_pieces[-1]
     (b'" ;\n    lit:p0 "', b'" .\n')
     """
 
-    def __init__(self, workload: Workload):
-        n_ext, n_int, n_lit = workload.group_sizes
+    def __init__(self, dataset: DataSet):
+        n_ext, n_int, n_lit = dataset.group_sizes
         self.predicates = ([f"{EXT_NS}p{i}" for i in range(n_ext)] + [f"{INT_NS}p{i}" for i in range(n_int)]
                            + [f"{LIT_NS}p{i // 2}" for i in range(n_lit)])
         self.external_objects = [f"{EXTERNAL_BASE}e{i % EXTERNAL_OBJECTS}" for i in range(n_ext)]
         self.iri_objects = n_ext + n_int  # the objects before are IRIs, the rest literals
-        # Objects fixed for the whole workload (external IRIs); None where a child fills in.
+        # Objects fixed for the whole data set (external IRIs); None where a child fills in.
         fixed = [f"<{obj}>".encode("utf-8") for obj in self.external_objects] + [None] * (n_int + n_lit)
         quote = [b""] * self.iri_objects + [b'"'] * n_lit  # around each object
 
@@ -282,7 +282,7 @@ def _relative(path: str, depth: int) -> str:
 
 
 @dataclass(frozen=True)
-class Workload:
+class DataSet:
     """Parameters of the data set; ``child(k)`` builds graph ``k``."""
 
     children: int = 10_000

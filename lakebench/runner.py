@@ -254,6 +254,7 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
             **workload.record(outcome, system),
         }
     )
+    record["version"] = system.version_text()
     events.send("phase", phase="tail")
     time.sleep(spec.tail_seconds)
     events.send("phase", phase="close")

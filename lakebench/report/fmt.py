@@ -190,3 +190,17 @@ def figure(path, alt: str, caption: str) -> str:
 def code_block(text: str, language: str = "console") -> str:
     body = "\n".join("   " + line for line in text.splitlines())
     return f".. code-block:: {language}\n\n{body}\n"
+
+
+def disk(recorded: dict | None) -> str | None:
+    """The disk the results were written to, as recorded (``environment.disk``), escaped; None if unrecorded.
+
+    >>> disk({"device": "/dev/vda", "filesystem": "ext4", "rotational": False, "size_bytes": 2 * 10**11})
+    'ext4 on /dev/vda (solid-state, 200.0 GB)'
+    """
+    if not recorded or not (recorded.get("filesystem") or recorded.get("device")):
+        return None
+    kind = {True: "rotational", False: "solid-state"}.get(recorded.get("rotational"))
+    details = ", ".join(x for x in (kind, size(recorded["size_bytes"]) if recorded.get("size_bytes") else None) if x)
+    text = f"{recorded.get('filesystem') or 'a file system'} on {recorded.get('device') or 'an unknown device'}"
+    return escape(text + (f" ({details})" if details else ""))

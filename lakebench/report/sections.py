@@ -301,6 +301,7 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
         cores_text = f"{cores} logical cores" + (f" ({physical} physical)" if physical else "")
     out.append(f"- CPU: {fmt.escape(env.get('cpu_model') or 'unknown')}, {cores_text}")
     out.append(f"- Memory: {fmt.size(env.get('memory_bytes'))}")
+    out.append(f"- Disk (where the systems wrote): {fmt.disk(env.get('disk')) or 'not recorded'}")
     load = env.get("load_average")
     if load:
         out.append(f"- Load average at the end of the run: {', '.join(f'{x:.2f}' for x in load)} (1, 5, 15 min)")
@@ -322,6 +323,11 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
         out.append(f"- LMDB (C library): {fmt.escape(env['lmdb_c'])}")
     if env.get("java"):
         out.append(f"- Java: {fmt.escape(env['java'])}")
+    commit = env.get("lakebench_commit")
+    out.append(f"- lakebench {fmt.escape(env.get('lakebench_version') or '?')}, "
+               + (f"commit {fmt.literal(commit.removesuffix('+dirty'))}"
+                  + (" with uncommitted changes" if commit.endswith("+dirty") else "") if commit
+                  else "commit not recorded (not run from a git checkout)"))
     out.append("")
     out.append(fmt.heading("Settings", sub))
     cache = settings.get("cache")
@@ -336,12 +342,13 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
         out.append(f"- Monitor: a sample every {settings['sample_interval_seconds']} s, "
                    f"continued {settings.get('tail_seconds', '?')} s after the load")
     out.append("")
-    rows = [["system", "durability", "transport", "runs", "status"]]
+    rows = [["system", "version", "durability", "transport", "runs", "status"]]
     for e in data.systems:
         runs = f"{e.get('successful_runs', '?')} of {e.get('repeat', '?')} succeeded"
         status = {"ok": "ok", "skipped": _not_run(e)}.get(e.get("status"), "**failed**")
-        rows.append([fmt.escape(e["name"]), fmt.escape(e.get("durability") or fmt.DASH),
-                     fmt.escape(e.get("transport") or fmt.DASH), runs, status])
+        rows.append([fmt.escape(e["name"]), fmt.escape(e.get("version") or fmt.DASH),
+                     fmt.escape(e.get("durability") or fmt.DASH), fmt.escape(e.get("transport") or fmt.DASH),
+                     runs, status])
     out.append(fmt.list_table(rows, "Systems measured"))
     out.append("*Durability*: ``volatile`` keeps nothing after the process exits; ``nosync`` hands each "
                "commit to the operating system without fsync; ``durable`` fsyncs each commit. "

@@ -139,8 +139,10 @@ def differences(data: ReportData) -> list[str]:
     cores = env.get("cores_logical")
     machine = fmt.escape(env.get("cpu_model") or "an unrecorded CPU")
     memory = fmt.size(env.get("memory_bytes"))
+    disk = fmt.disk(env.get("disk"))
     out.append(f"**Hardware**: today {machine}, {cores or '?'} logical cores shared by both servers, "
-               f"the client and the monitor, {memory} of memory, a disk of unrecorded kind; the seed ran on "
+               f"the client and the monitor, {memory} of memory, "
+               f"{'a disk: ' + disk if disk else 'a disk of unrecorded kind'}; the seed ran on "
                "a laptop with 8 logical cores, 16 GB and an SSD.")
     children = {e.get("children") for e in (fc, ls) if e is not None}
     if children and children != {SEED_CHILDREN}:

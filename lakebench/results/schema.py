@@ -142,6 +142,8 @@ _FIGURES = {
     "skip_reason": Field("str"),
     "durability": Field("str", null=True),
     "transport": Field("str", null=True),
+    # the software measured and its version, as the system reports it (lakebench.systems.base.System.version_text)
+    "version": Field("str", null=True, one_line=True),
     "system_options": Field({"*": Field("any")}),
     "driver": Field("str"),
     "users": Field("int"),

@@ -91,6 +91,11 @@ class System:
         """
         return {key: options.get(key, option.default) for key, option in cls.OPTIONS.items()}
 
+    def version_text(self) -> str | None:
+        """The software measured and its version, one line (``"pyoxigraph 0.4.11"``), recorded
+        with every run as ``version``; None when the system cannot tell."""
+        return None
+
     # -- the calls the runner times -------------------------------------
     def setup(self) -> None:
         """Create an empty repository holding only the parent container."""

@@ -101,6 +101,19 @@ class LdpSystem(HttpSystem):
     def pid(self) -> int | None:
         return self.server_pid
 
+    def version_text(self) -> str | None:
+        """What the server says it is (its ``Server`` header), one line of at most 200
+        characters; None when it says nothing or cannot be reached."""
+        try:
+            response = self._request("HEAD", self.base_url)
+        except Exception:  # noqa: BLE001 - a version is worth a request, never a failed run
+            return None
+        server = response.headers.get("Server")
+        if not server:
+            return None
+        printable = "".join(c for c in server if c.isprintable())[:200].strip()
+        return printable or None
+
     def disk_path(self):
         return None
 

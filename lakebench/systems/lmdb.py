@@ -10,6 +10,7 @@ commits to the OS only (what pyoxigraph does by default).
 """
 from __future__ import annotations
 
+from lakebench._store import FORMAT_VERSION, lmdb_version
 from lakebench.store import LmdbStore
 from lakebench.store.terms import iri, literal
 from lakebench.systems.base import Retrieval, System
@@ -20,9 +21,17 @@ LDP = "http://www.w3.org/ns/ldp#"
 CONTAINS = iri(LDP_CONTAINS)
 
 
+def store_version() -> str:
+    """The store as a version line: its format and the LMDB library it runs on."""
+    return f"lakebench store format {FORMAT_VERSION}, {lmdb_version()}"
+
+
 class LmdbSystem(System):
     name = "lmdb"
     durability = "durable"
+
+    def version_text(self) -> str | None:
+        return store_version()
 
     def setup(self) -> None:
         self.store = LmdbStore(self.data_dir, durable=self.durability == "durable")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 
-from lakebench import process
+from lakebench import __version__, process
 from lakebench.argtypes import Bounded, Choice
 from lakebench.server import WORKER_CLASSES
 from lakebench.systems.base import Option, SystemFailure
 from lakebench.systems.ldp import LdpSystem
+from lakebench.systems.lmdb import store_version
 
 READY_TIMEOUT = 60.0
 
@@ -64,6 +65,11 @@ class LmdbHttpSystem(LdpSystem):
 
     def disk_path(self):
         return self.store_dir
+
+    def version_text(self) -> str | None:
+        workers = self.options.get("server_workers", 1)
+        return (f"lakebench serve {__version__}, {self.options.get('worker_class', 'gevent')} x{workers} "
+                f"({store_version()})")
 
     def close(self) -> None:
         super().close()

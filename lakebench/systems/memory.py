@@ -6,6 +6,7 @@ reaches disk, so it reports no on-disk size.
 """
 from __future__ import annotations
 
+import rdflib
 from rdflib import Dataset, Literal, URIRef
 from rdflib.graph import Graph
 
@@ -18,6 +19,9 @@ CONTAINS = URIRef(LDP_CONTAINS)
 class MemorySystem(System):
     name = "memory"
     durability = "volatile"
+
+    def version_text(self) -> str | None:
+        return f"rdflib {rdflib.__version__}, Memory store"
 
     def setup(self) -> None:
         self.quads = Dataset(store="Memory")

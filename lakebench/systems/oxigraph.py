@@ -18,6 +18,9 @@ class OxigraphSystem(System):
     name = "oxigraph"
     durability = "nosync"
 
+    def version_text(self) -> str | None:
+        return f"pyoxigraph {ox.__version__}"
+
     def setup(self) -> None:
         self.store = ox.Store(str(self.data_dir / "oxigraph"))
         self.parent = ox.NamedNode(self.dataset.parent_uri)

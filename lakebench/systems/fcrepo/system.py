@@ -9,7 +9,7 @@ memory and disk are then unknown.
 """
 from __future__ import annotations
 
-from lakebench.systems.fcrepo.install import DEFAULT_VERSION
+from lakebench.systems.fcrepo.install import DEFAULT_VERSION, JETTY_RUNNER_VERSION
 from lakebench.systems.fcrepo.server import start
 from lakebench.systems.ldp import LdpSystem
 
@@ -34,6 +34,13 @@ class FcrepoSystem(LdpSystem):
 
     def disk_path(self):
         return self.fedora.home if self.fedora is not None else None
+
+    def version_text(self) -> str | None:
+        if self.fedora is None:  # a Fedora of the user's (--system-url): what it says it is
+            return super().version_text()
+        version = self.options.get("fcrepo_version") or self.version
+        heap = self.options.get("fcrepo_heap", "2g")
+        return f"Fedora {version} (jetty-runner {JETTY_RUNNER_VERSION}, heap {heap})"
 
     def close(self) -> None:
         super().close()

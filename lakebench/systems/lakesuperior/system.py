@@ -148,6 +148,12 @@ class LakesuperiorSystem(LdpSystem):
         super().connect()
         self.dataset = AbsoluteIriDataSet(self.dataset, self.base_url)
 
+    def version_text(self) -> str | None:
+        if self.server is None:  # a LAKEsuperior of the user's (--system-url)
+            return super().version_text()
+        workers = int(self.options.get("server_workers") or DEFAULT_WORKERS)
+        return f"LAKEsuperior {VERSION} on Python 3.11 ({workers} gunicorn worker{'s' if workers > 1 else ''})"
+
     def prepare(self, child):
         if not isinstance(child, AbsoluteIriChild):  # e.g. from the runner's producer
             child = AbsoluteIriChild(child, self.base_url)

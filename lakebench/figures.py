@@ -79,6 +79,19 @@ def ratio(value: float | None, std: float | None = None) -> str:
     return f"{value:.2f}x" + (f" ± {std:.2f}" if std is not None else "")
 
 
+def against(mine: float | None, theirs: float | None) -> str:
+    """A time against another's, lower being better: how many times faster or slower.
+
+    >>> against(3.2, 44.3), against(10.0, 5.0), against(2.0, 2.0), against(None, 1.0)
+    ('13.8x faster', '2.0x slower', 'as fast', '–')
+    """
+    if not mine or not theirs:
+        return DASH
+    if mine == theirs:
+        return "as fast"
+    return f"{multiple(theirs / mine)} faster" if mine < theirs else f"{multiple(mine / theirs)} slower"
+
+
 def multiple(value: float | None) -> str:
     """How many times another figure: two decimals below 2x, one below 100x, none above.
 

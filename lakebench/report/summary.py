@@ -93,26 +93,73 @@ def verdict(entry: dict, fastest: float | None) -> str:
 def rows(data: ReportData, case: list[dict]) -> list[list[str]]:
     """The ranked table of one case, header first: one row per system.  A system alone in its case
     ranks against nothing: no multiple, no "fastest"."""
-    header = ["system", "durability", figures.time_per(_primary(data)), "x fastest", figures.PARENT_FIRST.name,
-              figures.PARENT_STEADY.name, "verdict"]
-    out = [header]
     ok = sorted((e for e in case
                  if e.get("status") == "ok" and number(get_path(e, "per_resource_ms.mean")) is not None),
                 key=lambda e: e["per_resource_ms"]["mean"])
+    reference = _reference_in(data, ok)
+    header = ["system", "durability", figures.time_per(_primary(data))]
+    if reference is not None:  # the question the user asked comes before the ranking's
+        header.append(f"vs {fmt.escape(reference['name'])}")
+    header += ["x fastest", figures.PARENT_FIRST.name, figures.PARENT_STEADY.name, "verdict"]
+    out = [header]
     fastest = ok[0]["per_resource_ms"]["mean"] if len(ok) > 1 else None
     for e in ok:  # the order is the rank
         mean = e["per_resource_ms"]["mean"]
-        out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH),
-                    fmt.nobreak(fmt.millis(mean, (e.get("std") or {}).get("per_resource_ms.mean"))),
-                    figures.multiple(mean / fastest) if fastest else fmt.DASH,
-                    fmt.nobreak(fmt.seconds(number(get_path(e, "parent.first_seconds")))),
-                    fmt.nobreak(fmt.seconds(number(get_path(e, "parent.seconds")))),
-                    verdict(e, fastest)])
+        row = [fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH),
+               fmt.nobreak(fmt.millis(mean, (e.get("std") or {}).get("per_resource_ms.mean")))]
+        if reference is not None:
+            row.append("reference" if e is reference
+                       else fmt.nobreak(figures.against(mean, reference["per_resource_ms"]["mean"])))
+        row += [figures.multiple(mean / fastest) if fastest else fmt.DASH,
+                fmt.nobreak(fmt.seconds(number(get_path(e, "parent.first_seconds")))),
+                fmt.nobreak(fmt.seconds(number(get_path(e, "parent.seconds")))),
+                verdict(e, fastest)]
+        out.append(row)
     for e in case:
         if e not in ok:
-            out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH)] + [fmt.DASH] * 4
-                       + [verdict(e, fastest)])
+            out.append([fmt.escape(data.label(e)), fmt.escape(e.get("durability") or fmt.DASH)]
+                       + [fmt.DASH] * (len(header) - 3) + [verdict(e, fastest)])
     return out
+
+
+def _reference_in(data: ReportData, entries: list[dict]) -> dict | None:
+    """The entry of the reference (``--reference``) among a case's measured ones, or None."""
+    name = data.document.get("reference")
+    return next((e for e in entries if e["name"] == name), None) if name else None
+
+
+def against_reference(data: ReportData, cases: dict[str, list[dict]]) -> str:
+    """The answer to the question ``--reference`` asks, first: each system's time and parent read
+    against the reference's, case by case; "" when no reference was named."""
+    name = data.document.get("reference")
+    if not name:
+        return ""
+    time_name = figures.time_per(_primary(data))
+    lines = []
+    for key, case in cases.items():
+        ok = [e for e in case if e.get("status") == "ok" and number(get_path(e, "per_resource_ms.mean")) is not None]
+        reference = _reference_in(data, ok)
+        where = f" ({fmt.escape(key)})" if key and len(cases) > 1 else ""
+        if reference is None:
+            lines.append(f"- {fmt.escape(name)}{where}: no figures to compare with (not measured, or failed)")
+            continue
+        ref_mean, ref_parent = reference["per_resource_ms"]["mean"], number(get_path(reference, "parent.seconds"))
+        for e in ok:
+            if e is reference:
+                continue
+            mean, parent = e["per_resource_ms"]["mean"], number(get_path(e, "parent.seconds"))
+            lines.append(
+                f"- **{fmt.escape(data.label(e))}**{where}, {fmt.escape(e.get('durability') or 'durability unknown')}: "
+                f"{fmt.nobreak(figures.against(mean, ref_mean))} per {fmt.escape(time_name.removeprefix('time per ').split(' (')[0])} "
+                f"({fmt.nobreak(fmt.millis(mean))} against {fmt.nobreak(fmt.millis(ref_mean))}); "
+                f"{figures.PARENT_STEADY.name} {fmt.nobreak(figures.against(parent, ref_parent))} "
+                f"({fmt.nobreak(fmt.seconds(parent))} against {fmt.nobreak(fmt.seconds(ref_parent))})")
+    if not lines:
+        return ""
+    return (f"**Against the reference, {fmt.escape(name)}** ({fmt.escape(time_name)}, and "
+            f"{figures.PARENT_STEADY.name}; lower is better. The reference is the system ``--reference`` "
+            "names; by default fcrepo when it is measured, else the first system listed):\n\n"
+            + "\n".join(lines) + "\n")
 
 
 def _primary(data: ReportData) -> str | None:
@@ -123,11 +170,15 @@ def _primary(data: ReportData) -> str | None:
 def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
     """The ``Summary`` section: a ranked table per case, the figures' definitions, the durability classes
     present, the headline chart."""
-    cases = {key: rows(data, case) for key, case in _cases(data).items()}
+    entries = _cases(data)
+    cases = {key: rows(data, case) for key, case in entries.items()}
     out = [fmt.heading("Summary", "-")]
     if all(len(table) == 1 for table in cases.values()):
         out.append("No system was measured.\n")
         return "\n".join(out)
+    framed = against_reference(data, entries)
+    if framed:
+        out.append(framed)
     name = figures.time_per(_primary(data))
     out.append(f"Ranked by **{fmt.escape(name)}**, fastest first"
                + (", case by case" if len(cases) > 1 else "") + f"; **x fastest** is that time over the "

@@ -60,6 +60,12 @@ class Change:
     ratio: float | None
     noise: float | None  # the noise as a fraction of BASE, when both sides have repeats
     worse: bool
+    better: bool = False  # the mirror of worse: below 1/threshold, beyond the noise
+
+    @property
+    def verdict(self) -> str:
+        """"WORSE", "better" or "" (within the threshold or the noise)."""
+        return "WORSE" if self.worse else "better" if self.better else ""
 
 
 def _case(entry: dict) -> tuple:
@@ -128,9 +134,11 @@ def compare(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) -> list
             ratio = after / before if before else (1.0 if after == before else math.inf)
             stds = (_std(old, path), _std(entry, path))
             noise = math.hypot(*stds) if None not in stds else None
-            worse = ratio > threshold and (noise is None or after - before > NOISE_SIGMAS * noise)
+            beyond_noise = noise is None or abs(after - before) > NOISE_SIGMAS * noise
+            worse = ratio > threshold and beyond_noise
+            better = ratio < 1 / threshold and beyond_noise
             changes.append(Change(label, metric, show(before, stds[0]), show(after, stds[1]), ratio,
-                                  noise / before if noise is not None and before else None, worse))
+                                  noise / before if noise is not None and before else None, worse, better))
     return changes
 
 
@@ -145,8 +153,23 @@ def unmatched(base: dict, new: dict) -> tuple[list[str], list[str]]:
 def table_rows(changes: list[Change]) -> list[list[str]]:
     rows = [["case", "metric", "BASE", "NEW", "NEW/BASE", ""]]
     for c in changes:
-        rows.append([c.case, c.metric, c.base, c.new, figures.ratio(c.ratio), "WORSE" if c.worse else ""])
+        rows.append([c.case, c.metric, c.base, c.new, figures.ratio(c.ratio), c.verdict])
     return rows
+
+
+def verdict(changes: list[Change], threshold: float) -> str:
+    """The answer in one line: how many metrics are worse, how many better, beyond the noise."""
+    worse = [c for c in changes if c.worse]
+    better = [c for c in changes if c.better]
+    text = (f"{len(worse)} of {len(changes)} metric(s) worse than {threshold:.2f}x beyond the noise"
+            if worse else f"nothing worse than {threshold:.2f}x beyond the noise ({len(changes)} metrics)")
+    return text + (f"; {len(better)} better than {1 / threshold:.2f}x" if better else "")
+
+
+def same_run(base: dict, new: dict) -> bool:
+    """Whether two results documents are one run (the same start and command): a comparison of a
+    run with itself shows no change, whatever the code did."""
+    return (base.get("started"), base.get("command")) == (new.get("started"), new.get("command"))
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -159,7 +182,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "kind both recorded (all better lower). "
         "A metric is worse when its ratio exceeds --threshold and the difference exceeds twice the combined standard "
         "deviation of the two runs (when both have --repeat > 1); a case that failed in NEW only "
-        "is worse. Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")
+        "is worse; one below 1/--threshold beyond the noise is better. The verdict comes first. "
+        "Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")
     parser.add_argument("base", type=Path, metavar="BASE", help="results directory of the reference run")
     parser.add_argument("new", type=Path, metavar="NEW", help="results directory of the run to judge")
     parser.add_argument("--threshold", type=_ratio, default=DEFAULT_THRESHOLD, metavar="R",
@@ -192,12 +216,14 @@ def main(args) -> int:
     if not changes:
         print("lakebench compare: error: the two runs have no system and case in common", file=sys.stderr)
         return 2
+    if same_run(base, new):
+        print(f"lakebench compare: warning: BASE and NEW are the same run (started {base.get('started')}): "
+              "nothing can differ", file=sys.stderr)
+    print(f"{verdict(changes, args.threshold)}: NEW {table.printable(str(args.new))} against "
+          f"BASE {table.printable(str(args.base))}")
     print(table.render(table_rows(changes)))
     for label in only_base:
         print(f"only in BASE: {table.printable(label)}")
     for label in only_new:
         print(f"only in NEW: {table.printable(label)}")
-    worse = [c for c in changes if c.worse]
-    print(f"{len(worse)} of {len(changes)} metric(s) worse than {args.threshold:.2f}x beyond the noise"
-          if worse else f"nothing worse than {args.threshold:.2f}x beyond the noise")
-    return 1 if worse else 0
+    return 1 if any(c.worse for c in changes) else 0

@@ -121,3 +121,35 @@ def test_swept_variants_are_cases_of_their_own_with_their_operations():
     # The primary's mean once per case (as the time per operation), the parent's retrievals as first and steady only.
     assert [c.metric for c in changes].count("time per put binary (mean)") == 2
     assert not [c for c in changes if c.metric == "time per get parent (mean)"]
+
+
+def test_the_verdict_comes_first_and_an_improvement_is_better(run_dir, tmp_path):
+    def faster(document):
+        entry = document["systems"][0]
+        entry["per_resource_ms"]["mean"] /= 3
+        entry.setdefault("std", {})["per_resource_ms.mean"] = entry["per_resource_ms"]["mean"] * 0.01
+        document["started"] = "2000-01-01T00:00:00+00:00"  # another run
+
+    new = _altered(run_dir, tmp_path, faster)
+    done = _lakebench("compare", str(run_dir), new)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("nothing worse") and "1 better" in first and str(run_dir) in first and new in first
+    better = [line for line in done.stdout.splitlines() if line.endswith("better")]
+    assert len(better) == 1 and "time per child (mean)" in better[0] and "0.33x" in better[0]
+    assert "same run" not in done.stderr
+
+
+def test_a_run_compared_with_itself_is_said_to_be_one(run_dir):
+    done = _lakebench("compare", str(run_dir), str(run_dir))
+    assert "BASE and NEW are the same run" in done.stderr
+
+
+def test_the_comparison_page_answers_first_and_is_named(run_dir, tmp_path):
+    out = tmp_path / "report"
+    done = _lakebench("report", str(run_dir), "--compare", str(run_dir), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Comparison: {out / 'compare.rst'}" in done.stdout
+    page = (out / "compare.rst").read_text()
+    assert page.index(".. admonition:: Verdict") < page.index(".. list-table:: NEW against BASE")
+    assert ".. warning:: BASE and NEW are the same run" in page

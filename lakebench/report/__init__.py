@@ -381,6 +381,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print(f"Report: {index}  (" + ("a page per workload in its own directory)" if len(dirs) > 1
                                    else "figures alongside)"))
+    if bases and len(dirs) == 1:
+        print(f"Comparison: {Path(index).parent / (comparison.PAGE + '.rst')}")
     if not html:
         return 0
     source = docs_root(out)

@@ -30,3 +30,5 @@ def setup(app):
     app.connect("source-read", _list_report_once_made)
     # Read performance.rst again on every build: whether the report exists may have changed.
     app.connect("env-get-outdated", lambda app, env, added, changed, removed: ["performance"])
+# Options stay as typed: "--binary-size", not an en dash.
+smartquotes = False

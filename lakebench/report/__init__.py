@@ -50,9 +50,10 @@ copyright = "2026, the lakebench developers"
 html_theme = "furo"
 html_title = "lakebench report"
 exclude_patterns = ["_build"]
-# The page links to lakebench's documentation (:doc:`/results`, :doc:`/workload`),
-# which is not part of a report built alone: those links stay plain text.
-suppress_warnings = ["ref.doc"]
+# Only the pages 'lakebench report' wrote: never another .rst that came with a shared directory.
+include_patterns = ["index.rst", "compare.rst", "*/index.rst", "*/compare.rst", "results.rst", "workload.rst"]
+# Options stay as typed: "--binary-size", not an en dash.
+smartquotes = False
 import lakebench.report
 from pathlib import Path
 html_static_path = [str(Path(lakebench.report.__file__).parent / "static")]
@@ -146,7 +147,7 @@ def _written_files() -> list[str]:
     """The names of every file this command writes into ``--out`` (and removes, for a chart no longer drawn)."""
     from lakebench.report import charts, comparison, sections
 
-    return ["index.rst", f"{comparison.PAGE}.rst", "conf.py", *sections.RAW_FILES,
+    return ["index.rst", f"{comparison.PAGE}.rst", "conf.py", *sections.DEFINITION_PAGES, *sections.RAW_FILES,
             *(f"{c.name}.{suffix}" for c in charts.CHARTS for suffix in charts.FORMATS)]
 
 
@@ -397,8 +398,10 @@ def main(args: argparse.Namespace) -> int:
             print(f"lakebench report: error: {linked} is a symbolic link, and lakebench report writes through "
                   "none: remove it or give another --out", file=sys.stderr)
             return 2
-        try:  # outside any docs tree: the report is a site of its own
+        try:  # outside any docs tree: the report is a site of its own, with the definitions its pages link to
             (out / "conf.py").write_text(f"# {GENERATED}\n" + STANDALONE_CONF, encoding="utf-8")
+            for name, text in sections.definition_pages().items():
+                (out / name).write_text(text, encoding="utf-8")
         except OSError as exc:
             print(f"lakebench report: error: cannot write {out / 'conf.py'}: {exc.strerror or exc}", file=sys.stderr)
             return 2

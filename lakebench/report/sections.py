@@ -429,6 +429,34 @@ def details_section(data: ReportData) -> str:
 
 # -- the page --------------------------------------------------------------
 
+#: The pages of lakebench's documentation a report links to (``:doc:`/results```, ``:doc:`/workload```),
+#: written beside a report built outside the docs tree so that its links resolve.
+DEFINITION_PAGES = ("results.rst", "workload.rst")
+
+
+def definition_pages() -> dict[str, str]:
+    """The short forms of docs/results.rst and docs/workload.rst that a report built alone carries:
+    every figure's name and definition, and every workload in a line."""
+    from lakebench import workloads
+
+    figure_rows = [["figure", "in results.json", "definition"]] + [
+        [fmt.escape(term.name), fmt.literal(term.path), fmt.escape(term.means)] for term in terms.VOCABULARY]
+    results_page = "\n".join([
+        ":orphan:\n", GENERATED_NOTE, fmt.heading("The figures", "=", overline=True),
+        "Every figure of this report has one name and one definition, the same in the terminal table, "
+        "``lakebench compare`` and results.json (whose full layout is lakebench's docs/results.rst).\n",
+        fmt.list_table(figure_rows, "The figures' names", widths="1 1 3")])
+    workload_rows = [["workload", "what it does"]] + [
+        [fmt.literal(name), fmt.escape(text)] for name, text in workloads.summaries().items()]
+    workload_page_text = "\n".join([
+        ":orphan:\n", GENERATED_NOTE, fmt.heading("The workloads", "=", overline=True),
+        "Each workload runs on the generated data set: a parent container and its children, each a graph "
+        "of the seed's shape (external IRIs, links to other children, random literals), the same bytes for "
+        "every system (lakebench's docs/workload.rst describes it in full).\n",
+        fmt.list_table(workload_rows, "The workloads", widths="1 4")])
+    return {"results.rst": results_page, "workload.rst": workload_page_text}
+
+
 def workload_description(name: str) -> str | None:
     from lakebench import workloads
 

@@ -166,6 +166,17 @@ cdef inline int cmp_quad(const void* x, const void* y) noexcept nogil:
     return 0
 
 
+cdef inline void pack_hash_entry(uint64_t h, uint32_t tid, uint8_t* kb, uint8_t* vb,
+                                 MDB_val* k, MDB_val* v) noexcept nogil:
+    """An entry of t2i (term hash -> id, 8 and 4 bytes big-endian) in ``kb`` and ``vb``,
+    pointed at by ``k`` and ``v``."""
+    put_be64(kb, h)
+    put_be32(vb, tid)
+    k.mv_data = kb
+    k.mv_size = HASH_SIZE
+    v.mv_data = vb
+    v.mv_size = ID_SIZE
+
 cdef inline void pack_pair(uint32_t graph, uint32_t subject, uint8_t* kb, uint8_t* vb,
                            MDB_val* k, MDB_val* v) noexcept nogil:
     """An entry of cs (graph -> subject, 4-byte big-endian each) in ``kb`` and

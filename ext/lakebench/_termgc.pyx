@@ -26,7 +26,7 @@ from libc.stdlib cimport qsort
 from liblmdb cimport *
 from lakebench._codec cimport (E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, DB_SPOC, DB_POSC, DB_OSPC, DB_CS,
                                DB_GRAPHS, ID_LITERAL, ID_SIZE, HASH_SIZE, id_seq, put_be32, put_be64, get_be64,
-                               get_term, TermBuf, termbuf_free, hash_bytes)
+                               get_term, TermBuf, termbuf_free, hash_bytes, pack_hash_entry)
 from lakebench._tables cimport HSlot, tt_find, ht_del
 from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL
 from lakebench._termids cimport filed_upto, last_id, read_sweep, first_at
@@ -89,12 +89,7 @@ cdef int unfile(TxnCore* c, uint32_t tid, uint64_t h, uint32_t w) noexcept nogil
     cdef bint filed = w == FILED_ALL or seq <= w or (seq <= c.sweep_upto and h < c.sweep_pos)
     cdef int rc
     if filed:
-        put_be64(kb, h)
-        put_be32(ib, tid)
-        k.mv_data = kb
-        k.mv_size = HASH_SIZE
-        v.mv_data = ib
-        v.mv_size = ID_SIZE
+        pack_hash_entry(h, tid, kb, ib, &k, &v)
         rc = mdb_del(c.txn, c.dbi[DB_T2I], &k, &v)
         if rc and rc != MDB_NOTFOUND:
             return rc

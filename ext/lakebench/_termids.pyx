@@ -29,7 +29,7 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                ID_LITERAL, ID_SEQ_MASK, id_seq, is_literal_term,
                                TERM_IRI, TERM_BLANK,
                                put_be32, get_be32, put_be64, get_be64, ld32, get_stored, read_term, stored_equals,
-                               compact_literal, TermBuf, termbuf_free, hash_bytes)
+                               compact_literal, TermBuf, termbuf_free, hash_bytes, pack_hash_entry)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, StoredForms, sf_get, tt_term,
                                tt_find, tt_add,
                                tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, hs_sort, bloom_size,
@@ -303,12 +303,7 @@ cdef int put_hash(TxnCore* c, uint64_t h, uint32_t tid) noexcept nogil:
     cdef uint8_t kb[HASH_SIZE]
     cdef uint8_t ib[ID_SIZE]
     cdef int rc
-    put_be64(kb, h)
-    put_be32(ib, tid)
-    k.mv_data = kb
-    k.mv_size = HASH_SIZE
-    v.mv_data = ib
-    v.mv_size = ID_SIZE
+    pack_hash_entry(h, tid, kb, ib, &k, &v)
     rc = core_cursor(c, DB_T2I, &cur)
     if rc:
         return rc

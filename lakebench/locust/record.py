@@ -31,7 +31,7 @@ def summarize(records: list[dict]) -> dict:
            "generate_seconds": round(sum(r.get("generate_seconds", 0.0) for r in records), 6)}
     if records:
         out["ingest_seconds"] = round(max(r["end"] for r in records) - min(r["start"] for r in records), 6)
-        out["mean_seconds"] = stats.sum_mean(lat)
+        out["mean_seconds"] = stats.mean(lat)
         out["p50_seconds"] = stats.percentile(lat, 50)
         out["p95_seconds"] = stats.percentile(lat, 95)
         out["max_seconds"] = lat[-1]

@@ -93,9 +93,7 @@ def verdict(entry: dict, fastest: float | None) -> str:
 def rows(data: ReportData, case: list[dict]) -> list[list[str]]:
     """The ranked table of one case, header first: one row per system.  A system alone in its case
     ranks against nothing: no multiple, no "fastest"."""
-    ok = sorted((e for e in case
-                 if e.get("status") == "ok" and number(get_path(e, "per_resource_ms.mean")) is not None),
-                key=lambda e: e["per_resource_ms"]["mean"])
+    ok = sorted(_measured(case), key=lambda e: e["per_resource_ms"]["mean"])
     reference = _reference_in(data, ok)
     header = ["system", "durability", figures.time_per(_primary(data))]
     if reference is not None:  # the question the user asked comes before the ranking's
@@ -122,6 +120,11 @@ def rows(data: ReportData, case: list[dict]) -> list[list[str]]:
     return out
 
 
+def _measured(case: list[dict]) -> list[dict]:
+    """The entries of a case that ran and have the headline figure to rank by."""
+    return [e for e in case if e.get("status") == "ok" and number(get_path(e, "per_resource_ms.mean")) is not None]
+
+
 def _reference_in(data: ReportData, entries: list[dict]) -> dict | None:
     """The entry of the reference (``--reference``) among a case's measured ones, or None."""
     name = data.document.get("reference")
@@ -137,7 +140,7 @@ def against_reference(data: ReportData, cases: dict[str, list[dict]]) -> str:
     time_name = figures.time_per(_primary(data))
     lines = []
     for key, case in cases.items():
-        ok = [e for e in case if e.get("status") == "ok" and number(get_path(e, "per_resource_ms.mean")) is not None]
+        ok = _measured(case)
         reference = _reference_in(data, ok)
         where = f" ({fmt.escape(key)})" if key and len(cases) > 1 else ""
         if reference is None:

@@ -4,8 +4,8 @@ The figures of results.json (:func:`latency_summary`, :func:`operations_summary`
 the means of repeated runs, the Locust record and the report's charts all
 call these functions, so a figure has one formula wherever it appears;
 tests/test_stats_in_one_place.py keeps it so.  Percentiles interpolate
-linearly between sorted values; means are :func:`statistics.fmean` unless
-named otherwise.
+linearly between sorted values; means are exact sums over the count
+(:func:`statistics.fmean`).
 """
 from __future__ import annotations
 
@@ -40,12 +40,6 @@ def median(values: Sequence[float]) -> float:
 def mean(values: Sequence[float]) -> float:
     """The mean, summed exactly (:func:`statistics.fmean`)."""
     return statistics.fmean(values)
-
-
-def sum_mean(values: Sequence[float]) -> float:
-    """``sum(values) / len(values)``: the Locust record's mean, summed left to right (it may differ from
-    :func:`mean` in the last bit)."""
-    return sum(values) / len(values)
 
 
 def stdev(values: Sequence[float]) -> float:

@@ -30,13 +30,13 @@ def lmdb_version() -> str: ...
 @disjoint_base
 class Environment:
     path: str
-    durable: bool
+    durability: str
     readonly: bool
     defer_filing: bool
     filing_lag: int
     terms_removed: int
     open_txns: int
-    def __init__(self, path: str | bytes, *, map_size: int = ..., durable: bool = ..., readonly: bool = ...,
+    def __init__(self, path: str | bytes, *, map_size: int = ..., durability: str = ..., readonly: bool = ...,
                  max_readers: int = ..., writemap: bool = ..., defer_filing: bool = ...,
                  filing_lag: int = ...) -> None: ...
     @property

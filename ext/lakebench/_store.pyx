@@ -67,10 +67,10 @@ def lmdb_version():
 cdef class Environment:
     """One LMDB environment (a directory) holding one store.
 
-    ``durable``: each commit is fsynced (default).  ``durable=False`` opens
-    with MDB_NOSYNC: a commit is written to the OS but not fsynced, so a
-    power loss can lose the last commits (never corrupt the store), while a
-    process crash loses nothing committed.
+    ``durability="durable"`` (default): each commit is fsynced.
+    ``durability="nosync"`` opens with MDB_NOSYNC: a commit is written to the
+    OS but not fsynced, so a power loss can lose the last commits (never
+    corrupt the store), while a process crash loses nothing committed.
 
     ``defer_filing``: this process is the store's only writer and uses the
     environment from one thread (the write-ahead log's owner): its writes
@@ -81,7 +81,7 @@ cdef class Environment:
     cdef MDB_env* env
     cdef MDB_dbi dbi[N_DBS]
     cdef readonly object path
-    cdef readonly bint durable
+    cdef readonly str durability   # "durable" or "nosync" (lakebench.durability)
     cdef readonly bint readonly
     cdef public int open_txns
     cdef PyThread_type_lock wlock
@@ -109,7 +109,7 @@ cdef class Environment:
         memset(&self.bloom, 0, sizeof(Bloom))
         memset(&self.sweep, 0, sizeof(SweepList))
 
-    def __init__(self, path, *, size_t map_size=1 << 28, bint durable=True, bint readonly=False,
+    def __init__(self, path, *, size_t map_size=1 << 28, durability="durable", bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
                  uint32_t filing_lag=1 << 20):
         cdef int rc, grown = 0
@@ -117,12 +117,14 @@ cdef class Environment:
         cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
         cdef bytes bpath = os.fsencode(os.fspath(path))
         self.path = os.fspath(path)
-        self.durable = durable
+        if durability not in ("durable", "nosync"):
+            raise ValueError(f"durability must be one of durable, nosync (got {durability!r})")
+        self.durability = str(durability)
         self.readonly = readonly
         self.defer_filing = defer_filing and not readonly
         self.filing_thread = <long>PyThread_get_thread_ident()
         self.filing_lag = filing_lag
-        if not durable:
+        if durability != "durable":
             flags |= MDB_NOSYNC
         if readonly:
             flags |= MDB_RDONLY

@@ -15,18 +15,10 @@ from pathlib import Path
 
 from lakebench import figures, results
 from lakebench.compare import primary_kind
+from lakebench.durability import MEANING
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
-
-#: What each durability class promises, in the summary's legend.
-DURABILITY = {
-    "durable": "a write is acknowledged once it is on stable storage (fsync)",
-    "nosync": "writes reach the operating system, not the disk, when acknowledged: a power cut may lose them",
-    "volatile": "nothing reaches disk",
-    "server-default": "whatever the server does by default (Fedora: its storage's own flushing)",
-    "unknown": "a server lakebench does not run: not known",
-}
 
 
 def _cases(data: ReportData) -> dict[str, list[dict]]:
@@ -193,7 +185,7 @@ def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
             title = "Ranking, fastest first" + (f": {key}" if len(cases) > 1 and key else "")
             out.append(fmt.list_table(table, fmt.escape(title), stub_columns=1))
     present = dict.fromkeys(e.get("durability") for e in data.systems if e.get("durability"))
-    out.append("**Durability**: " + "; ".join(f"{fmt.literal(d)}: {fmt.escape(DURABILITY.get(d, d))}" for d in present)
+    out.append("**Durability**: " + "; ".join(f"{fmt.literal(d)}: {fmt.escape(MEANING.get(d, d))}" for d in present)
                + ". Compare like with like: a durable system pays for an fsync that the others skip.\n")
     for chart, path, caption in charts:
         if getattr(chart, "name", None) == "headline":

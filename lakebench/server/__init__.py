@@ -18,6 +18,8 @@ import math
 import sys
 from pathlib import Path
 
+from lakebench.durability import STORE_MODES, Durability
+
 DEFAULT_PORT = 8000
 #: gunicorn's worker models ``--worker-class`` chooses from, the default first
 #: (:func:`lakebench.server.serving.worker_class` makes them; named here so
@@ -25,7 +27,7 @@ DEFAULT_PORT = 8000
 WORKER_CLASSES = ("gevent", "gthread", "sync")
 
 
-def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_binary: int | None = None,
+def make_app(data: str | Path, base_url: str, durability: str, max_body: int, max_binary: int | None = None,
              log: bool | None = None, patch_timeout: float | None = None, cooperative: bool = False):
     """The WSGI application; ``cooperative``: served by the gevent worker (a PATCH's
     evaluation then lets the other clients be served, lakebench.server.sandbox)."""
@@ -35,17 +37,17 @@ def make_app(data: str | Path, base_url: str, durable: bool, max_body: int, max_
     from lakebench.server.sandbox import PATCH_TIMEOUT
 
     timeout = PATCH_TIMEOUT if patch_timeout is None else patch_timeout
-    return LdpApplication(lambda: Repository(data, base_url, durable=durable, log=log, patch_timeout=timeout,
+    return LdpApplication(lambda: Repository(data, base_url, durability=durability, log=log, patch_timeout=timeout,
                                              cooperative=cooperative),
                           max_body=max_body, max_binary=DEFAULT_MAX_BINARY if max_binary is None else max_binary)
 
 
-def _prepare_store(data: Path, base: str, durable: bool, truncate_damaged_log: bool = False) -> None:
+def _prepare_store(data: Path, base: str, durability: str, truncate_damaged_log: bool = False) -> None:
     """Open the store (creating it, replaying its log), sweep what a crash left, close it."""
     from lakebench.server.repository import Repository
 
     # No worker runs yet: the temporary files of uploads a crash cut short can go.
-    repository = Repository(data, base, durable=durable, truncate_damaged_log=truncate_damaged_log)
+    repository = Repository(data, base, durability=durability, truncate_damaged_log=truncate_damaged_log)
     repository.binaries.sweep_temporaries()
     repository.close()
 
@@ -65,7 +67,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     # The store's write-ahead log belongs to one process: with several
     # workers, every write is an LMDB commit of its own instead.
     log = workers == 1
-    ldp_app = make_app(data, base, durability == "durable", DEFAULT_MAX_BODY if max_body is None else max_body,
+    ldp_app = make_app(data, base, durability, DEFAULT_MAX_BODY if max_body is None else max_body,
                        max_binary, log=log, patch_timeout=patch_timeout, cooperative=worker_class == "gevent")
     app = serving.complete_responses(ldp_app)
     # Open (and create) the store once before forking, so a bad data
@@ -74,7 +76,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     # line (lakebench.store.preflight).
     from lakebench.store.preflight import open_isolated
 
-    open_isolated(data, _prepare_store, data, base, durability == "durable", truncate_damaged_log)
+    open_isolated(data, _prepare_store, data, base, durability, truncate_damaged_log)
 
     options = {
         "bind": f"{host}:{port}",
@@ -132,7 +134,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="gunicorn worker processes (default: 1); with more than one, a durable "
                         "write is an fsynced LMDB commit of its own, since the write-ahead log "
                         "belongs to one process")
-    parser.add_argument("--durability", choices=("durable", "nosync"), default="durable",
+    parser.add_argument("--durability", choices=STORE_MODES, default=Durability.DURABLE,
                         help="durable (default): a write is answered once it is on stable storage "
                         "(the write-ahead log, fdatasynced); nosync: written to the OS, not fsynced")
     parser.add_argument("--base-url", help="public base URL of the repository; resource IRIs start "

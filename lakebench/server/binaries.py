@@ -9,7 +9,7 @@ digests) once the file is complete.  An upload goes:
    goes; over the limit is ``413``, a short body ``400``, a digest that
    does not match ``409``, and the temporary file is removed;
 2. ``fsync`` of the file, ``rename`` to its final name, ``fsync`` of the
-   directory (in ``durable`` mode), so the name and the bytes are on disk;
+   directory (when ``durability`` is ``durable``), so the name and the bytes are on disk;
 3. THEN one store write records it.
 
 So a binary is never visible before its bytes are complete: a crash before
@@ -29,6 +29,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lakebench.durability import Durability
 from lakebench.server.errors import RepositoryError, insufficient_storage, read_body
 from lakebench.store import no_space
 from lakebench.store.wal import fsync_path
@@ -65,9 +66,9 @@ class Upload:
 class BinaryFiles:
     """The ``binaries/`` directory of one store."""
 
-    def __init__(self, directory: str | os.PathLike, durable: bool = True):
+    def __init__(self, directory: str | os.PathLike, durability: Durability | str = Durability.DURABLE):
         self.directory = Path(directory)
-        self.durable = durable
+        self.durability = Durability.parse(durability)
 
     def path_of(self, name: str) -> Path:
         return self.directory / name
@@ -104,7 +105,7 @@ class BinaryFiles:
                     if hashes[algorithm].digest() != digest:
                         raise RepositoryError(409, f"the {algorithm} digest of the body does not match "
                                                    "the Digest header")
-                if self.durable:
+                if self.durability.syncs:
                     out.flush()
                     os.fsync(out.fileno())
         except BaseException as exc:
@@ -122,7 +123,7 @@ class BinaryFiles:
             final = self.directory / name
             try:
                 os.rename(upload.path, final)
-                if self.durable:
+                if self.durability.syncs:
                     fsync_path(self.directory)
             except OSError as exc:
                 if no_space(exc):

@@ -119,17 +119,17 @@ class Repository:
     """The resources of one LDP server, stored in one LMDB environment
     (and its binaries in files beside it)."""
 
-    def __init__(self, path: str | os.PathLike, base_url: str, durable: bool = True,
+    def __init__(self, path: str | os.PathLike, base_url: str, durability: str = "durable",
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  patch_timeout: float = PATCH_TIMEOUT, cooperative: bool = False,
                  truncate_damaged_log: bool = False):
         # log: the store's write-ahead log (the default), which one
         # process owns; several worker processes need log=False.
         # patch_timeout, cooperative: how PATCHes are evaluated (lakebench.server.sandbox).
-        self.store = LmdbStore(path, durable=durable, map_size=map_size, log=log,
+        self.store = LmdbStore(path, durability=durability, map_size=map_size, log=log,
                                truncate_damaged_log=truncate_damaged_log)
         self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
-        self.binaries = BinaryFiles(self.store.path / "binaries", durable=durable)
+        self.binaries = BinaryFiles(self.store.path / "binaries", durability=durability)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._type = iri(RDF_TYPE)
         self._contains = iri(LDP_CONTAINS)

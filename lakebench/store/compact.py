@@ -49,7 +49,7 @@ def compact(path: str | os.PathLike, progress=None) -> Compacted:
     with LmdbStore(path) as source:  # its log replayed; its lock held until the end
         shutil.rmtree(work, ignore_errors=True)  # what an interrupted compaction left
         copied = 0
-        with LmdbStore(work, durable=False, log=False) as target, source.read() as txn:
+        with LmdbStore(work, durability="nosync", log=False) as target, source.read() as txn:
             chunk = []
             for quad in txn.quads(None, None, None, None):
                 chunk.append(quad)

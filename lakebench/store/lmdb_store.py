@@ -5,7 +5,7 @@ Terms are passed as IRI strings, rdflib terms or encoded bytes
 returns, unless :meth:`LmdbStore.begin` opened a pending transaction (the
 rdflib plugin's mode), which :meth:`LmdbStore.commit` ends.
 
-**How a durable write is committed** (``durable=True``, the default): the
+**How a durable write is committed** (``durability="durable"``, the default): the
 write runs in the *batch*, one LMDB write transaction left open across
 writes; its changes are appended to the write-ahead log (:mod:`.wal`) and
 the log is fdatasynced, and only then does the call return.  Every
@@ -16,7 +16,7 @@ the batch, and the next open replays the log into the store.  One process
 owns a store's log at a time; ``log=False`` gives LMDB's plain commit
 per write instead (several processes may then write one store).
 
-``durable=False`` (nosync) takes the same path without the flushes.  The
+``durability="nosync"`` takes the same path without the flushes.  The
 store never writes through LMDB's memory map (MDB_WRITEMAP): on a full disk
 that map is written where the filesystem has no block to give, and the
 process dies of SIGBUS; written with ``pwrite``, the same write fails with
@@ -40,6 +40,7 @@ from lakebench._store import (
     StoreError,
     Txn,
 )
+from lakebench.durability import Durability
 from lakebench.store.terms import term
 from lakebench.store.preflight import before_open
 from lakebench.store.wal import (
@@ -115,20 +116,21 @@ def no_space(exc: BaseException) -> bool:
 class LmdbStore:
     """A quad store in one directory (LMDB's ``data.mdb`` and ``lock.mdb``, the log ``wal``).
 
-    ``durable=True`` (default): a write returns once it is recoverable from
+    ``durability="durable"`` (default): a write returns once it is recoverable from
     stable storage, through the write-ahead log (see the module docstring),
     or, with ``log=False``, through LMDB's fsync of every commit.
-    ``durable=False`` (``nosync``) writes the log and each commit to the OS
+    ``durability="nosync"`` writes the log and each commit to the OS
     without fsync: a crashed process loses nothing acknowledged, an OS crash
     or power loss may lose the last writes or damage the store (LMDB's
     MDB_NOSYNC contract, and what pyoxigraph does by default).
     """
 
-    def __init__(self, path, *, durable: bool = True, create: bool = True, readonly: bool = False,
+    def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, truncate_damaged_log: bool = False):
         self.path = Path(path)
+        durability = Durability.parse(durability)
         # A log damaged in the middle (acknowledged writes after the damage)
         # refuses the open, unless the operator chose to lose those writes.
         self._truncate_damaged_log = truncate_damaged_log
@@ -177,11 +179,11 @@ class LmdbStore:
             # The log's lock first: opening LMDB may take its writer lock, which
             # a live batch of another process holds for as long as it lives.
             if log or recover_only:
-                self._log = WriteAheadLog(log_path, durable=durable)
+                self._log = WriteAheadLog(log_path, durability=durability)
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
             # Only the log's owner, the one writer, leaves term ids unfiled.
-            self.env = Environment(self.path, map_size=map_size, durable=durable, readonly=readonly,
+            self.env = Environment(self.path, map_size=map_size, durability=durability, readonly=readonly,
                                    defer_filing=log, filing_lag=filing_lag)
             if self._log is not None:
                 self._recover()
@@ -222,8 +224,8 @@ class LmdbStore:
             self.env.close()
 
     @property
-    def durability(self) -> str:
-        return "durable" if self.env.durable else "nosync"
+    def durability(self) -> Durability:
+        return Durability(self.env.durability)
 
     @property
     def logged(self) -> bool:

@@ -14,7 +14,7 @@
 >>> ds.close()
 
 ``open(configuration)`` takes a directory, or a dict ``{"path": ...,
-"durable": bool}``.  Writes join one pending LMDB write transaction, opened
+"durability": "durable" | "nosync"}``.  Writes join one pending LMDB write transaction, opened
 by the first write and ended by ``commit()`` or ``rollback()``; ``close()``
 commits what is pending.  Reads through this store see its pending writes;
 readers in other processes see only committed ones.  The transaction
@@ -34,6 +34,7 @@ from typing import Iterator
 from rdflib import Graph, URIRef
 from rdflib.store import NO_STORE, VALID_STORE, Store, TripleAddedEvent, TripleRemovedEvent
 
+from lakebench.durability import Durability
 from lakebench.store import LmdbStore
 from lakebench.store.terms import DEFAULT_GRAPH, decode, encode
 
@@ -63,16 +64,16 @@ class LmdbRdflibStore(Store):
 
     # -- lifecycle ---------------------------------------------------------
     @staticmethod
-    def _config(configuration) -> tuple[Path, bool]:
+    def _config(configuration) -> tuple[Path, Durability]:
         if isinstance(configuration, dict):
-            return Path(configuration["path"]), bool(configuration.get("durable", True))
-        return Path(configuration), True
+            return Path(configuration["path"]), Durability.parse(configuration.get("durability", "durable"))
+        return Path(configuration), Durability.DURABLE
 
     def open(self, configuration, create: bool = False):
-        path, durable = self._config(configuration)
+        path, durability = self._config(configuration)
         if not create and not (path / "data.mdb").exists():
             return NO_STORE
-        self._store = LmdbStore(path, durable=durable, create=create)
+        self._store = LmdbStore(path, durability=durability, create=create)
         return VALID_STORE
 
     def close(self, commit_pending_transaction: bool = False) -> None:

@@ -27,7 +27,7 @@ state of the last commit rebuilds the batch exactly.
 
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
->>> log = WriteAheadLog(os.path.join(d, "wal"), durable=False)
+>>> log = WriteAheadLog(os.path.join(d, "wal"), durability="nosync")
 >>> log.append(1, encode_changes([("add", ([(b"Ia", b"Ib", b"Lc", b"Ig")],))]))
 >>> log.append(2, encode_changes([("remove", (b"Ia", None, None, None))]))
 >>> [(seq, decode_changes(payload)) for seq, payload in log.records()]
@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Iterator
 
 from lakebench._store import StoreError
+from lakebench.durability import Durability
 
 _HEADER = struct.Struct("<4sQII")
 _MAGIC = b"LBW1"
@@ -71,9 +72,10 @@ class WriteAheadLog:
     still being written).
     """
 
-    def __init__(self, path: str | os.PathLike, *, durable: bool = True, readonly: bool = False):
+    def __init__(self, path: str | os.PathLike, *, durability: Durability | str = Durability.DURABLE,
+                 readonly: bool = False):
         self.path = os.fspath(path)
-        self.durable = durable
+        self.durability = Durability.parse(durability)
         created = not os.path.exists(self.path)
         self.writer_alive = False
         if readonly:
@@ -89,7 +91,7 @@ class WriteAheadLog:
             except BlockingIOError:
                 os.close(self._fd)
                 raise LogError(f"{self.path}: the store is open for writing in another process") from None
-            if created and durable:
+            if created and self.durability.syncs:
                 # A new file's name is durable only once its directory is flushed.
                 fsync_path(os.path.dirname(self.path) or ".")
         self._offset = 0  # where the next record goes
@@ -107,7 +109,7 @@ class WriteAheadLog:
             # A short write is retried: the retry says why it fell short (ENOSPC,
             # usually).  On failure the offset stays: the torn tail is overwritten.
             written += os.pwrite(self._fd, view[written:], self._offset + written)
-        if self.durable:
+        if self.durability.syncs:
             os.fdatasync(self._fd)
         self._offset += len(record)
         self.size += len(record)
@@ -120,7 +122,7 @@ class WriteAheadLog:
     def truncate(self) -> None:
         """Empty the file (on a clean close, so the log costs no disk at rest)."""
         os.ftruncate(self._fd, 0)
-        if self.durable:
+        if self.durability.syncs:
             os.fsync(self._fd)
         self.reset()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from lakebench.dataset import Child, DataSet
+from lakebench.durability import Durability
 
 
 class SystemFailure(RuntimeError):
@@ -65,9 +66,9 @@ class System:
     """
 
     name: str = "?"
-    #: "durable" (a write is acknowledged once on stable storage), "nosync"
-    #: (written to the OS, not fsynced), or "volatile" (nothing reaches disk).
-    durability: str = "?"
+    #: When a write is acknowledged (lakebench.durability: durable, nosync,
+    #: volatile, or a server's own default).
+    durability: Durability = Durability.UNKNOWN
     transport: str = "in-process"
     #: The ``--system-option`` keys this system takes (``lakebench run``
     #: refuses a key no chosen system takes, or a value outside its range).

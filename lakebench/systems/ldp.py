@@ -17,13 +17,14 @@ import urllib3
 
 from lakebench.systems.base import HttpSystem, Retrieval, SystemFailure
 from lakebench.dataset import Child, escape_string
+from lakebench.durability import Durability
 
 TURTLE = "text/turtle"
 
 
 class LdpSystem(HttpSystem):
     name = "ldp"
-    durability = "unknown"  # whatever the server does; not ours to know
+    durability = Durability.UNKNOWN  # whatever the server does; not ours to know
 
     def start_server(self) -> str:
         """Start the server if this system owns one; return the base URL (ends with /)."""

@@ -16,6 +16,7 @@ from lakebench.store.terms import iri, literal
 from lakebench.systems.base import Retrieval, System
 from lakebench.systems.memory import rdflib_rows
 from lakebench.dataset import LDP_CONTAINS, Child
+from lakebench.durability import Durability
 
 LDP = "http://www.w3.org/ns/ldp#"
 CONTAINS = iri(LDP_CONTAINS)
@@ -28,13 +29,13 @@ def store_version() -> str:
 
 class LmdbSystem(System):
     name = "lmdb"
-    durability = "durable"
+    durability = Durability.DURABLE
 
     def version_text(self) -> str | None:
         return store_version()
 
     def setup(self) -> None:
-        self.store = LmdbStore(self.data_dir, durable=self.durability == "durable")
+        self.store = LmdbStore(self.data_dir, durability=self.durability)
         self.parent = iri(self.dataset.parent_uri)
         self.store.write(lambda txn: txn.add_graph(self.parent))  # the parent's (empty) graph
 
@@ -121,4 +122,4 @@ class LmdbSystem(System):
 
 class LmdbNosyncSystem(LmdbSystem):
     name = "lmdb-nosync"
-    durability = "nosync"
+    durability = Durability.NOSYNC

@@ -16,13 +16,14 @@ from lakebench.server import WORKER_CLASSES
 from lakebench.systems.base import Option, SystemFailure
 from lakebench.systems.ldp import LdpSystem
 from lakebench.systems.lmdb import store_version
+from lakebench.durability import Durability
 
 READY_TIMEOUT = 60.0
 
 
 class LmdbHttpSystem(LdpSystem):
     name = "lmdb-http"
-    durability = "durable"
+    durability = Durability.DURABLE
     # --system-option KEY=VALUE: the options of ``lakebench serve`` worth measuring.
     OPTIONS = {
         "server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64), 1),
@@ -79,4 +80,4 @@ class LmdbHttpSystem(LdpSystem):
 
 class LmdbHttpNosyncSystem(LmdbHttpSystem):
     name = "lmdb-http-nosync"
-    durability = "nosync"
+    durability = Durability.NOSYNC

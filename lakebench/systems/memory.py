@@ -12,13 +12,14 @@ from rdflib.graph import Graph
 
 from lakebench.systems.base import Retrieval, System
 from lakebench.dataset import LDP_CONTAINS, Child
+from lakebench.durability import Durability
 
 CONTAINS = URIRef(LDP_CONTAINS)
 
 
 class MemorySystem(System):
     name = "memory"
-    durability = "volatile"
+    durability = Durability.VOLATILE
 
     def version_text(self) -> str | None:
         return f"rdflib {rdflib.__version__}, Memory store"

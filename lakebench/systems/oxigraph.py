@@ -10,13 +10,14 @@ import pyoxigraph as ox
 
 from lakebench.systems.base import Retrieval, System
 from lakebench.dataset import LDP_CONTAINS, Child, escape_string
+from lakebench.durability import Durability
 
 CONTAINS = ox.NamedNode(LDP_CONTAINS)
 
 
 class OxigraphSystem(System):
     name = "oxigraph"
-    durability = "nosync"
+    durability = Durability.NOSYNC
 
     def version_text(self) -> str | None:
         return f"pyoxigraph {ox.__version__}"

@@ -35,7 +35,7 @@ def test_pyoxigraph(benchmark, form):
 def test_store_parser_in_an_aborted_transaction(benchmark, tmp_path):
     # The store's N-Triples parser, straight to term ids; aborting keeps the
     # store empty, so every round parses and resolves the same 200 triples.
-    env = _store.Environment(tmp_path, durable=False)
+    env = _store.Environment(tmp_path, durability="nosync")
     graph = iri(CHILD.uri)
 
     def parse():

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.benchmark
 
 
 def _filled(path, n):
-    store = LmdbStore(path, durable=False)
+    store = LmdbStore(path, durability="nosync")
     parent = W.parent_uri
     for i in range(n):
         child = W.child(i)
@@ -44,9 +44,9 @@ def store_10k(tmp_path_factory):
 
 
 @pytest.mark.benchmark(group="ingest one child")
-@pytest.mark.parametrize("durable", [False, True], ids=["nosync", "durable"])
-def test_ingest_child_ntriples(benchmark, store_1k, tmp_path, durable):
-    store = LmdbStore(tmp_path / "s", durable=durable)
+@pytest.mark.parametrize("durability", ["nosync", "durable"])
+def test_ingest_child_ntriples(benchmark, store_1k, tmp_path, durability):
+    store = LmdbStore(tmp_path / "s", durability=durability)
     children = itertools.cycle([W.child(i) for i in range(1_000)])
     counter = itertools.count()
 
@@ -60,7 +60,7 @@ def test_ingest_child_ntriples(benchmark, store_1k, tmp_path, durable):
 
 @pytest.mark.benchmark(group="ingest one child")
 def test_ingest_child_turtle(benchmark, tmp_path):
-    store = LmdbStore(tmp_path / "s", durable=False)
+    store = LmdbStore(tmp_path / "s", durability="nosync")
     children = itertools.cycle([W.child(i) for i in range(1_000)])
     counter = itertools.count()
 

@@ -147,7 +147,7 @@ def server(tmp_path_factory):
 # -- in-process ---------------------------------------------------------------
 @pytest.fixture
 def repository(tmp_path):
-    repo = Repository(tmp_path / "store", TEST_BASE, durable=False)
+    repo = Repository(tmp_path / "store", TEST_BASE, durability="nosync")
     yield repo
     repo.close()
 

@@ -452,7 +452,7 @@ def test_random_requests_are_never_a_500(tmp_path):
 
     from .conftest import call
 
-    repo = Repository(tmp_path / "store", "http://test.example/", durable=False)
+    repo = Repository(tmp_path / "store", "http://test.example/", durability="nosync")
     app = LdpApplication(lambda: repo, max_body=1 << 16, max_binary=1 << 18)
 
     def request(method, path, body=b"", headers=None):

@@ -47,12 +47,12 @@ def test_doctests():
 
 
 def test_root_is_a_container_and_survives_reopening(tmp_path):
-    repo = Repository(tmp_path / "s", B, durable=False)
+    repo = Repository(tmp_path / "s", B, durability="nosync")
     root = repo.info(B)
     assert root.container and root.uri == B
     etag = root.etag
     repo.close()
-    repo = Repository(tmp_path / "s", B, durable=False)
+    repo = Repository(tmp_path / "s", B, durability="nosync")
     assert repo.info(B).etag == etag  # not recreated
     repo.close()
 
@@ -230,7 +230,7 @@ def test_container_of_10000_children_is_streamed(repository):
 
 def test_closing_an_unread_representation_ends_its_transaction(tmp_path):
     # Without the log (several workers), a representation reads its own snapshot.
-    repository = Repository(tmp_path / "store", TEST_BASE, durable=False, log=False)
+    repository = Repository(tmp_path / "store", TEST_BASE, durability="nosync", log=False)
     found = repository.representation(B, TURTLE)
     assert repository.env.open_txns == 1
     found[1].close()
@@ -241,7 +241,7 @@ def test_closing_an_unread_representation_ends_its_transaction(tmp_path):
 
 
 def test_a_full_map_is_grown_and_the_write_retried(tmp_path):
-    repo = Repository(tmp_path / "s", B, durable=False, map_size=1 << 20)
+    repo = Repository(tmp_path / "s", B, durability="nosync", map_size=1 << 20)
     body = "".join(f'<> <http://e/p{i}> "{"v" * 40}{i}" .\n' for i in range(30_000)).encode()
     assert len(body) > 1 << 20
     created, _ = repo.put(B + "big", body, TURTLE)
@@ -252,7 +252,7 @@ def test_a_full_map_is_grown_and_the_write_retried(tmp_path):
 
 
 def test_store_is_consistent_after_a_mixed_session(tmp_path):
-    repo = Repository(tmp_path / "s", B, durable=False)
+    repo = Repository(tmp_path / "s", B, durability="nosync")
     repo.put(B + "p", b"", TURTLE)
     for k in range(20):
         repo.put(f"{B}p/c{k}", f'<> <http://e/p> "{k}", <../p> .'.encode(), TURTLE)

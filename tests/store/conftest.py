@@ -17,7 +17,7 @@ rdflib.plugin.register("LMDB", Store, "lakebench.store.plugin", "LmdbRdflibStore
 
 @pytest.fixture
 def store(tmp_path):
-    s = LmdbStore(tmp_path / "store", durable=False)
+    s = LmdbStore(tmp_path / "store", durability="nosync")
     yield s
     s.close()
 

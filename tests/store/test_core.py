@@ -562,7 +562,7 @@ def test_hash_collisions_are_told_apart(tmp_path):
 
 def test_map_grows_when_full_and_loses_nothing(tmp_path, small_workload):
     path = tmp_path / "store"
-    with LmdbStore(path, durable=False, map_size=64 << 10) as store:
+    with LmdbStore(path, durability="nosync", map_size=64 << 10) as store:
         for child in small_workload:
             store.ingest(child.ntriples, child.uri)
         assert store.env.info()["map_size"] > 64 << 10
@@ -571,7 +571,7 @@ def test_map_grows_when_full_and_loses_nothing(tmp_path, small_workload):
 
 
 def test_map_full_inside_a_pending_transaction_is_replayed(tmp_path, small_workload):
-    with LmdbStore(tmp_path / "s", durable=False, map_size=64 << 10) as store:
+    with LmdbStore(tmp_path / "s", durability="nosync", map_size=64 << 10) as store:
         store.begin()
         for child in small_workload:
             store.ingest(child.ntriples, child.uri)

@@ -317,7 +317,7 @@ def test_a_new_store_on_a_full_file_system_is_one_line(small_filesystem, durabil
     it fails."""
     pytest.importorskip("gunicorn")
     opener = ("import sys\nfrom lakebench.store import LmdbStore, StoreError\n"
-              "try:\n    LmdbStore(sys.argv[1], durable=sys.argv[2] == 'durable').close()\n"
+              "try:\n    LmdbStore(sys.argv[1], durability=sys.argv[2]).close()\n"
               "except (StoreError, OSError) as exc:\n    sys.exit(f'error: {exc}')\n")
     for leave in (0, 16 << 10, 32 << 10):
         new = small_filesystem / f"new{leave}"

@@ -12,7 +12,7 @@ LDP = "http://www.w3.org/ns/ldp#"
 
 
 def test_turtle_ingest_matches_ntriples(tmp_path, small_workload):
-    with LmdbStore(tmp_path / "t", durable=False) as a, LmdbStore(tmp_path / "n", durable=False) as b:
+    with LmdbStore(tmp_path / "t", durability="nosync") as a, LmdbStore(tmp_path / "n", durability="nosync") as b:
         for child in list(small_workload)[:4]:
             assert a.ingest(child.turtle, child.uri, format="turtle") == 200
             b.ingest(child.ntriples, child.uri)
@@ -90,7 +90,7 @@ def test_pending_transaction_commit_and_rollback(tmp_path, log):
 
 
 def test_nosync_and_durable_modes(tmp_path):
-    with LmdbStore(tmp_path / "a") as a, LmdbStore(tmp_path / "b", durable=False) as b:
+    with LmdbStore(tmp_path / "a") as a, LmdbStore(tmp_path / "b", durability="nosync") as b:
         assert (a.durability, b.durability) == ("durable", "nosync")
 
 

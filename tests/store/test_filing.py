@@ -304,7 +304,7 @@ RACE = """
 import sys, threading, time
 from lakebench._store import Environment
 from lakebench.store.terms import iri, literal
-env = Environment(sys.argv[1], defer_filing=True, durable=False, map_size=1 << 30)
+env = Environment(sys.argv[1], defer_filing=True, durability="nosync", map_size=1 << 30)
 G, P = iri("http://ex.org/g"), iri("http://ex.org/p")
 with env.begin(write=True) as w:
     w.add([(iri(f"http://ex.org/s{i}"), P, literal(f"v{i}"), G) for i in range(5000)])

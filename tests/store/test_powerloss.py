@@ -47,7 +47,7 @@ WRITER = textwrap.dedent("""
     w = DataSet(children=n, triples=triples, seed=5)
     parent = w.parent_uri
     # A small map and small batches: the trace holds map growth and several batch commits.
-    store = LmdbStore(path, durable=durable, log=log, map_size=1 << 18, batch_writes=8, **lag)
+    store = LmdbStore(path, durability="durable" if durable else "nosync", log=log, map_size=1 << 18, batch_writes=8, **lag)
     acks = os.open(os.path.join(path, "acks"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     for i in range(n):
         child = w.child(i)

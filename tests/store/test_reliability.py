@@ -18,10 +18,10 @@ WRITER = textwrap.dedent("""
     import sys
     from lakebench.store import LmdbStore
     from lakebench.dataset import LDP_CONTAINS, DataSet
-    path, start, durable = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "durable"
+    path, start, durability = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     w = DataSet(children=100_000, seed=3)
     parent = w.parent_uri
-    store = LmdbStore(path, durable=durable, map_size=1 << 20)  # small: the map grows under the writes
+    store = LmdbStore(path, durability=durability, map_size=1 << 20)  # small: the map grows under the writes
     print("READY", flush=True)
     for i in range(start, w.children):
         child = w.child(i)
@@ -80,7 +80,7 @@ def test_reader_sees_a_consistent_snapshot_while_another_process_writes(tmp_path
     path = tmp_path / "store"
     w = DataSet(children=100_000, seed=3)
     parent, contains = iri(w.parent_uri), iri(LDP_CONTAINS)
-    LmdbStore(path, durable=False).close()
+    LmdbStore(path, durability="nosync").close()
     proc = _writer(path, 0, "nosync")
     try:
         assert proc.stdout.readline().strip() == "READY"

@@ -192,7 +192,7 @@ def test_writes_from_another_thread_leave_the_filing_threads_tables_right(tmp_pa
 
     path = tmp_path / "s"
     path.mkdir()
-    env = Environment(str(path), defer_filing=True, filing_lag=16, durable=False)
+    env = Environment(str(path), defer_filing=True, filing_lag=16, durability="nosync")
     live: list[bytes] = []
 
     def step(first: int) -> None:

@@ -34,14 +34,14 @@ def test_changes_round_trip_every_mutation():
 
 
 def test_a_torn_or_damaged_tail_ends_the_log(tmp_path):
-    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    log = WriteAheadLog(tmp_path / "wal", durability="nosync")
     for seq in (1, 2, 3):
         log.append(seq, b"x" * 100)
     log.close()
     size = os.path.getsize(tmp_path / "wal")
     with open(tmp_path / "wal", "r+b") as f:  # the last record half written
         f.truncate(size - 50)
-    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    log = WriteAheadLog(tmp_path / "wal", durability="nosync")
     assert [seq for seq, _ in log.records()] == [1, 2]
     log.close()
     with open(tmp_path / "wal", "r+b") as f:  # a flipped byte in the second record's payload
@@ -49,13 +49,13 @@ def test_a_torn_or_damaged_tail_ends_the_log(tmp_path):
         byte = f.read(1)
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([byte[0] ^ 0xFF]))
-    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    log = WriteAheadLog(tmp_path / "wal", durability="nosync")
     assert [seq for seq, _ in log.records()] == [1]
     log.close()
 
 
 def test_stale_records_after_a_reset_are_not_read(tmp_path):
-    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    log = WriteAheadLog(tmp_path / "wal", durability="nosync")
     for seq in (1, 2, 3):
         log.append(seq, b"a" * 10)
     log.reset()
@@ -129,7 +129,7 @@ def test_a_forged_record_in_a_clients_data_is_no_damage(tmp_path):
     forged = struct.pack("<4sQII", b"LBW1", 999_999, len(forged_payload),
                          zlib.crc32(forged_payload, zlib.crc32(struct.pack("<QI", 999_999, len(forged_payload))))
                          ) + forged_payload
-    log = WriteAheadLog(tmp_path / "wal", durable=False)
+    log = WriteAheadLog(tmp_path / "wal", durability="nosync")
     log.append(1, encode_changes([("add", ([(b"Ia", b"Ib", b"L" + b"y" * 100 + forged, b"Ig")],))]))
     log.reset()  # a batch commit covered record 1
     log.append(2, encode_changes([("remove", (b"Ia", None, None, None))]))

@@ -12,12 +12,13 @@ from __future__ import annotations
 from lakebench.systems.fcrepo.install import DEFAULT_VERSION, JETTY_RUNNER_VERSION
 from lakebench.systems.fcrepo.server import start
 from lakebench.systems.ldp import LdpSystem
+from lakebench.durability import Durability
 
 
 class FcrepoSystem(LdpSystem):
     name = "fcrepo"
     # Fedora's own persistence settings decide; lakebench does not change them.
-    durability = "server-default"
+    durability = Durability.SERVER_DEFAULT
     version = DEFAULT_VERSION
 
     def start_server(self) -> str:

@@ -49,6 +49,7 @@ from lakebench.systems.lakesuperior.config import DEFAULT_WORKERS
 from lakebench.systems.lakesuperior.install import VERSION, LakesuperiorError
 from lakebench.systems.lakesuperior.server import LDP_ROOT, start
 from lakebench.systems.ldp import TURTLE, LdpSystem, expect
+from lakebench.durability import Durability
 
 #: The lexical tokens of Turtle that may hold ``<...>``: long and short
 #: strings and comments (kept as they are), and IRI references (group 1).
@@ -122,7 +123,7 @@ class AbsoluteIriDataSet:
 
 class LakesuperiorSystem(LdpSystem):
     name = "lakesuperior"
-    durability = "durable"
+    durability = Durability.DURABLE
     version = VERSION
     OPTIONS = {"server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64),
                                         DEFAULT_WORKERS)}

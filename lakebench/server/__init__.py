@@ -69,7 +69,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     log = workers == 1
     ldp_app = make_app(data, base, durability, DEFAULT_MAX_BODY if max_body is None else max_body,
                        max_binary, log=log, patch_timeout=patch_timeout, cooperative=worker_class == "gevent")
-    app = serving.complete_responses(ldp_app)
+    app = serving.complete_responses(ldp_app, settle=ldp_app.settle)
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker; in a
     # child process, so that a store that crashes liblmdb is refused in one

@@ -93,6 +93,13 @@ class LdpApplication:
             except Exception:
                 log.exception("closing the repository")
 
+    def settle(self) -> None:
+        """Return once every write a response may show is durable (RepositoryError
+        503 if its flush failed); :func:`lakebench.server.serving.complete_responses`
+        calls it before a response is sent."""
+        if self._repository is not None:
+            self._repository.settle()
+
     @property
     def repository(self) -> Repository:
         if self._repository is None:

@@ -35,6 +35,7 @@ from typing import Iterator
 import pyoxigraph as ox
 
 from lakebench._store import render_ntriples_term
+from lakebench.server import cooperation
 from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError, insufficient_storage
@@ -72,7 +73,8 @@ from lakebench.server.vocabulary import (
     TOMBSTONE_GRAPH,
     XSD,
 )
-from lakebench.store import DEFAULT_MAP_SIZE, LmdbStore, MapFullError, NoSpaceError, ParseError
+from lakebench.store import (DEFAULT_MAP_SIZE, INLINE, LmdbStore, LogSyncError, MapFullError, NoSpaceError,
+                             ParseError)
 from lakebench.store.terms import iri, literal
 
 __all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "LDP", "PARSERS",
@@ -126,8 +128,11 @@ class Repository:
         # log: the store's write-ahead log (the default), which one
         # process owns; several worker processes need log=False.
         # patch_timeout, cooperative: how PATCHes are evaluated (lakebench.server.sandbox).
+        # cooperative: under gevent, writers wait for the log's flush in
+        # their greenlet, and share it (lakebench.server.cooperation).
         self.store = LmdbStore(path, durability=durability, map_size=map_size, log=log,
-                               truncate_damaged_log=truncate_damaged_log)
+                               truncate_damaged_log=truncate_damaged_log,
+                               waiting=cooperation.GEVENT if cooperative else INLINE)
         self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
         self.binaries = BinaryFiles(self.store.path / "binaries", durability=durability)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -178,6 +183,16 @@ class Repository:
             raise RepositoryError(507, "the store is full") from None
         except NoSpaceError:
             raise insufficient_storage() from None
+        except LogSyncError:
+            raise not_durable() from None
+
+    def settle(self) -> None:
+        """Return once every write a response may show is durable: a read that
+        saw the write batch answers only then (lakebench.store.logsync)."""
+        try:
+            self.store.settle()
+        except LogSyncError:
+            raise not_durable() from None
 
     # -- reading ---------------------------------------------------------
     def _info(self, txn, uri: str) -> ResourceInfo | None:
@@ -601,6 +616,12 @@ class _Stream:
     def close(self) -> None:
         self._chunks.close()
         self._txn.abort()
+
+
+def not_durable() -> RepositoryError:
+    """The 503 for a write, or a read of one, whose flush to stable storage failed."""
+    return RepositoryError(503, "the write-ahead log could not be flushed to stable storage: "
+                                "the write was not kept; try again")
 
 
 def gone(uri: str) -> RepositoryError:

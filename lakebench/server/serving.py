@@ -59,7 +59,8 @@ from gunicorn.workers.ggevent import GeventWorker
 from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
 from gunicorn.workers.sync import SyncWorker
 
-from lakebench.server.responses import FileRange
+from lakebench.server.errors import RepositoryError
+from lakebench.server.responses import STATUS, FileRange
 
 log = logging.getLogger("lakebench.server")
 
@@ -282,7 +283,7 @@ def _write_quietly(sock, status: int, reason: str, message: str, raise_errors: b
             raise
 
 
-def complete_responses(app):
+def complete_responses(app, settle=lambda: None):
     """WSGI middleware: the bounds on interpreted headers, and every response
     body produced in full before its first byte is sent.
 
@@ -290,6 +291,10 @@ def complete_responses(app):
     I/O in between, so a greenlet never waits on a socket while it holds a
     store transaction.  A binary's bytes (a :class:`FileRange`, read from its
     file, not the store) are still streamed.
+
+    Then ``settle()`` returns once every write the response may show is
+    durable (the store's group commit: a read may have seen writes whose
+    flush is still running); if it raises RepositoryError, that is the answer.
     """
 
     def application(environ, start_response):
@@ -304,9 +309,9 @@ def complete_responses(app):
                 return [message]
         body = app(environ, start_response)
         if isinstance(body, (list, tuple, FileRange)):
-            return body
+            return _settled(body, settle, start_response)
         try:
-            return list(body)
+            return _settled(list(body), settle, start_response)
         except Exception:
             log.exception("error producing the response to %s %s", environ.get("REQUEST_METHOD"),
                           environ.get("PATH_INFO"))
@@ -319,3 +324,18 @@ def complete_responses(app):
                 close()
 
     return application
+
+
+def _settled(body, settle, start_response):
+    try:
+        settle()
+    except RepositoryError as exc:
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+        message = (exc.message + "\n").encode()
+        start_response(STATUS[exc.status],
+                       [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(message)))],
+                       sys.exc_info())
+        return [message]
+    return body

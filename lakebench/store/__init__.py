@@ -16,13 +16,15 @@ b'<http://ex.org/a> <http://ex.org/p> "x\\\\ny"@en .\\n'
 >>> store.close()
 
 The modules: :mod:`.lmdb_store` (:class:`LmdbStore`, batching and the
-log's replay), :mod:`.wal` (the write-ahead log), :mod:`.verify`
+log's replay), :mod:`.wal` (the write-ahead log), :mod:`.logsync` (its flushes,
+shared by concurrent writes), :mod:`.verify`
 (:func:`check`), :mod:`.preflight` (what runs before LMDB maps a file),
 :mod:`.terms` (encoded terms), :mod:`.plugin` (rdflib), :mod:`.compact`.
 """
 from lakebench._store import LmdbError, MapFullError, ParseError, StoreError
 from lakebench.store.lmdb_store import (DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WRITES, DEFAULT_FILING_LAG,
                                         DEFAULT_MAP_SIZE, LmdbStore, NoSpaceError, Problems, no_space)
+from lakebench.store.logsync import INLINE, LogSyncError, Waiting
 from lakebench.store.preflight import StoreDamaged
 from lakebench.store.terms import DEFAULT_GRAPH
 from lakebench.store.verify import check
@@ -30,6 +32,6 @@ from lakebench.store.wal import LogError
 
 __all__ = [
     "LmdbStore", "check", "StoreError", "StoreDamaged", "ParseError", "MapFullError", "LmdbError", "LogError",
-    "NoSpaceError", "Problems", "no_space", "DEFAULT_GRAPH", "DEFAULT_MAP_SIZE", "DEFAULT_BATCH_WRITES",
+    "LogSyncError", "Waiting", "INLINE", "NoSpaceError", "Problems", "no_space", "DEFAULT_GRAPH", "DEFAULT_MAP_SIZE", "DEFAULT_BATCH_WRITES",
     "DEFAULT_BATCH_BYTES", "DEFAULT_FILING_LAG",
 ]

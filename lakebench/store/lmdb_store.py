@@ -41,8 +41,9 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.durability import Durability
-from lakebench.store.terms import term
+from lakebench.store.logsync import INLINE, GroupSync, Token, Waiting
 from lakebench.store.preflight import before_open
+from lakebench.store.terms import term
 from lakebench.store.wal import (
     LOG_FILE,
     LogError,
@@ -128,7 +129,8 @@ class LmdbStore:
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
-                 filing_lag: int = DEFAULT_FILING_LAG, truncate_damaged_log: bool = False):
+                 filing_lag: int = DEFAULT_FILING_LAG, truncate_damaged_log: bool = False,
+                 waiting: Waiting = INLINE):
         self.path = Path(path)
         durability = Durability.parse(durability)
         # A log damaged in the middle (acknowledged writes after the damage)
@@ -150,6 +152,7 @@ class LmdbStore:
         before_open(self.path, create=create, readonly=readonly)
         self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
         self._log: WriteAheadLog | None = None
+        self._sync: GroupSync | None = None  # the log's flushes (lakebench.store.logsync)
         self._writers_lock = -1           # a writer without a log: its shared lock on the log file
         self._batch: Txn | None = None    # the open LMDB write transaction (log mode)
         self._batch_records = 0           # logged writes in it
@@ -180,6 +183,7 @@ class LmdbStore:
             # a live batch of another process holds for as long as it lives.
             if log or recover_only:
                 self._log = WriteAheadLog(log_path, durability=durability)
+                self._sync = GroupSync(self._log.sync, self._roll_back, waiting)
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
             # Only the log's owner, the one writer, leaves term ids unfiled.
@@ -187,10 +191,11 @@ class LmdbStore:
                                    defer_filing=log, filing_lag=filing_lag)
             if self._log is not None:
                 self._recover()
+                self._sync.mark_durable(self._seq)
             if recover_only:
                 self._log.truncate()
                 self._log.close()
-                self._log = None
+                self._log, self._sync = None, None
                 self._writers_lock = share_writers_lock(log_path)
             if not log and not readonly:
                 self._file_terms()
@@ -209,6 +214,8 @@ class LmdbStore:
     def _release(self) -> None:
         """Let go of everything open here, committing nothing."""
         if self._log is not None:
+            if self._sync is not None:
+                self._sync.idle()  # a flush on another thread still uses the file
             self._log.close()
             self._log = None
         if self._writers_lock >= 0:
@@ -263,7 +270,7 @@ class LmdbStore:
         if self._log is not None:
             changes, self._user = self._user, None
             if changes:
-                self._log_changes(changes)
+                self._sync.wait(self._log_changes(changes))
         elif self._pending is not None:
             txn, _ = self._pending
             self._pending = None
@@ -303,10 +310,11 @@ class LmdbStore:
         self._writing = True
         try:
             if self._log is not None:
-                return self._write_logged(op)
-            if self._pending is not None:
+                result, logged = self._write_logged(op)
+            elif self._pending is not None:
                 return self._write_pending(op)
-            return self._write_committed(op)
+            else:
+                return self._write_committed(op)
         except (OSError, LmdbError) as exc:
             if no_space(exc):
                 self._disk_full = True
@@ -314,6 +322,18 @@ class LmdbStore:
             raise
         finally:
             self._writing = False
+        if logged is not None:
+            # Outside the write: while this one waits for its flush, others
+            # (other greenlets of the server) write theirs, for the next flush.
+            self._sync.wait(logged)
+        return result
+
+    def settle(self) -> None:
+        """Return once every write so far is durable: a read that saw the batch
+        answers only then, so it never shows a write that a failed flush or a
+        crash could still take back (LogSyncError if one did)."""
+        if self._sync is not None:
+            self._sync.wait(self._sync.pending())
 
     def _space_again(self) -> bool:
         """Whether the disk has room again since a write failed for lack of it."""
@@ -368,7 +388,9 @@ class LmdbStore:
         raise MapFullError(-30792, "the map is still full after growing it")
 
     # -- log mode: the batch and the write-ahead log --------------------------
-    def _write_logged(self, op):
+    def _write_logged(self, op) -> tuple[object, Token | None]:
+        """Run ``op`` in the batch and log its changes, unflushed; its result, and
+        the record to wait for (None: nothing changed, or a pending transaction's)."""
         for _ in range(_MAX_GROWTHS):
             batch = self._open_batch()
             txn = LoggedTxn(batch)
@@ -384,19 +406,23 @@ class LmdbStore:
             if self._user is not None:
                 self._user.extend(txn.changes)
             elif txn.changes:
-                self._log_changes(txn.changes)
-            return result
+                return result, self._log_changes(txn.changes)
+            return result, None
         raise MapFullError(-30792, "the map is still full after growing it")
 
-    def _log_changes(self, changes) -> None:
-        """Make changes already in the batch durable: one log record, flushed."""
+    def _log_changes(self, changes) -> Token:
+        """Log changes already in the batch: one record, unflushed; what to wait
+        for before the write is acknowledged (lakebench.store.logsync)."""
         seq = self._seq + 1
         try:
-            self._log.append(seq, encode_changes(changes))
+            self._log.write(seq, encode_changes(changes))
         except BaseException:
             self._rebuild()  # not logged, so not acknowledged: out of the batch
             raise
         self._seq = seq
+        logged = self._sync.written(seq)
+        if not self._log.durability.syncs:
+            self._sync.mark_durable(seq)  # nosync: acknowledged once the OS has it
         self._batch_records += 1
         if ((self._batch_records >= self.batch_writes or self._log.size >= self.batch_bytes)
                 and time.monotonic() >= self._commit_after):
@@ -412,6 +438,7 @@ class LmdbStore:
                                 "next try in %g s", self.path, exc, self._commit_pause)
             else:
                 self._commit_pause, self._commit_after = 0.0, 0.0
+        return logged
 
     def _begin_batch(self) -> Txn:
         self._batch = self.env.begin(write=True)
@@ -461,6 +488,9 @@ class LmdbStore:
             raise
         self._count_commit(time.perf_counter() - started, written)
         self._batch_records = 0
+        # LMDB's own fsync made every record so far durable: their writers
+        # need no flush of the log.
+        self._sync.mark_durable(self._seq)
         self._log.reset()
         self._maybe_grow()
 
@@ -485,6 +515,15 @@ class LmdbStore:
         stats["seconds"] = round(stats["seconds"], 6)
         stats["max_seconds"] = round(stats["max_seconds"], 6)
         return stats
+
+    @property
+    def log_flushes(self) -> dict:
+        """The write-ahead log's flushes so far (log mode): how many ran, how many
+        failed, and the writes they covered (fewer flushes than writes: writes
+        that waited together shared one, lakebench.store.logsync)."""
+        if self._sync is None:
+            return {"flushes": 0, "failures": 0, "writes": 0}
+        return {"flushes": self._sync.flushes, "failures": self._sync.failures, "writes": self._sync.writes}
 
     def _abort_batch(self) -> None:
         batch, self._batch = self._batch, None
@@ -521,6 +560,18 @@ class LmdbStore:
             self._stale = False
             return
         raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _roll_back(self, synced: int) -> None:
+        """A flush of the log failed: drop every record after ``synced`` (none was
+        acknowledged) from the batch and from the log's tail, which the next
+        record overwrites."""
+        self._seq = synced
+        self._rebuild()
+        with self.env.begin() as txn:
+            applied = applied_sequence(txn)
+        # After a reset, the records since the last commit start at offset 0.
+        self._log.position_after([(seq, payload) for seq, payload in self._log.records()
+                                  if applied < seq <= synced])
 
     def _recover(self) -> None:
         """At open: replay what the log holds beyond the store, and commit it."""
@@ -669,6 +720,7 @@ class LmdbStore:
         try:
             self.commit()
             if self._log is not None:
+                self._sync.idle()
                 self._commit_batch()
                 self._log.truncate()  # everything is in data.mdb: the log costs no disk at rest
         finally:

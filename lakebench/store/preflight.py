@@ -50,7 +50,9 @@ from __future__ import annotations
 import array
 import itertools
 import os
+import shutil
 import struct
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,8 +349,43 @@ def before_open(path, *, create: bool, readonly: bool) -> None:
     path = Path(path)
     if (path / "data.mdb").exists():
         _verify_settled(path, empty_ok=create and not readonly)
+    elif create and not readonly:
+        create_whole(path)
     if not readonly:
         preallocate_lock(path)
+
+
+#: Where a new store's file is made before it takes its name (:func:`create_whole`).
+_NEW = ".new-store-"
+
+
+def create_whole(path: Path) -> None:
+    """Create a new store's ``data.mdb`` so that it appears whole or not at all.
+
+    LMDB writes a new file's two meta pages unflushed and flushes them at the
+    first commit: a power cut in between would leave a file of zeros that no
+    later start can open.  So the file is made in a directory of its own,
+    committed (flushed), and only then linked to its name, which fails if
+    another process (``serve --workers N``) got there first; a cut before the
+    link leaves no store, and the next start makes one.
+    """
+    from lakebench._store import Environment
+    from lakebench.store.wal import fsync_path
+
+    for stale in path.glob(_NEW + "*"):  # left by a cut; a minute is long for a creation
+        if time.time() - stale.stat().st_mtime > 60:
+            shutil.rmtree(stale, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=_NEW, dir=path))
+    try:
+        preallocate_lock(work)  # on a full disk, an error rather than a SIGBUS
+        Environment(work, durability="durable").close()  # its opening commit is flushed
+        try:
+            os.link(work / "data.mdb", path / "data.mdb")
+        except FileExistsError:
+            return
+        fsync_path(path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 #: Below two 4 KiB meta pages a data.mdb may be a new store another process

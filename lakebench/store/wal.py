@@ -100,6 +100,12 @@ class WriteAheadLog:
     # -- writing -----------------------------------------------------------
     def append(self, seq: int, payload: bytes) -> None:
         """Write one record at the tail and, when durable, fdatasync it."""
+        self.write(seq, payload)
+        self.sync()
+
+    def write(self, seq: int, payload: bytes) -> None:
+        """Write one record at the tail, unflushed: :meth:`sync` makes it durable
+        (with every record written before it)."""
         if len(payload) > MAX_RECORD:
             raise LogError(f"a write of {len(payload)} bytes is larger than a log record may be ({MAX_RECORD})")
         header = _HEADER.pack(_MAGIC, seq, len(payload), _crc(seq, payload))
@@ -109,10 +115,15 @@ class WriteAheadLog:
             # A short write is retried: the retry says why it fell short (ENOSPC,
             # usually).  On failure the offset stays: the torn tail is overwritten.
             written += os.pwrite(self._fd, view[written:], self._offset + written)
-        if self.durability.syncs:
-            os.fdatasync(self._fd)
         self._offset += len(record)
         self.size += len(record)
+
+    def sync(self) -> None:
+        """fdatasync the file, when durable: every record written before the call
+        is on stable storage once it returns.  Safe to call from another thread
+        than the writer's (the server flushes on a thread of its own)."""
+        if self.durability.syncs:
+            os.fdatasync(self._fd)
 
     def reset(self) -> None:
         """Start again at offset 0: every record so far is in a committed batch."""

@@ -31,11 +31,14 @@ pytestmark = [pytest.mark.powerloss, pytest.mark.slow]
 
 HERE = Path(__file__).parent / "powerloss"
 CHILDREN, TRIPLES = 48, 20
-MODES = {  # name -> (durable, log, filing lag)
-    "log": (True, True, None),         # the default durable mode (no id filed in t2i: too few)
-    "log-filing": (True, True, 32),    # the same, filing ids in t2i at several batch commits
-    "commit": (True, False, None),     # LMDB's fsync per commit, no log
-    "log-unflushed": (False, True, None),  # the control: nothing is flushed
+MODES = {  # name -> (durable, log, filing lag, writers)
+    "log": (True, True, None, 1),         # the default durable mode (no id filed in t2i: too few)
+    "log-filing": (True, True, 32, 1),    # the same, filing ids in t2i at several batch commits
+    "commit": (True, False, None, 1),     # LMDB's fsync per commit, no log
+    # 8 writers (greenlets, the flush on gevent's thread pool, as the server
+    # runs them): their writes share flushes (group commit)
+    "log-group": (True, True, None, 8),
+    "log-unflushed": (False, True, None, 1),  # the control: nothing is flushed
 }
 
 WRITER = textwrap.dedent("""
@@ -44,15 +47,30 @@ WRITER = textwrap.dedent("""
     from lakebench.dataset import LDP_CONTAINS, DataSet
     path, durable, log, n, triples = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
     lag = {} if sys.argv[6] == "None" else {"filing_lag": int(sys.argv[6])}
+    writers = int(sys.argv[7])
     w = DataSet(children=n, triples=triples, seed=5)
     parent = w.parent_uri
+    waiting = {}
+    if writers > 1:
+        import gevent
+        from lakebench.server.cooperation import GEVENT
+        waiting = {"waiting": GEVENT}
     # A small map and small batches: the trace holds map growth and several batch commits.
-    store = LmdbStore(path, durability="durable" if durable else "nosync", log=log, map_size=1 << 18, batch_writes=8, **lag)
+    store = LmdbStore(path, durability="durable" if durable else "nosync", log=log, map_size=1 << 18, batch_writes=8,
+                      **lag, **waiting)
     acks = os.open(os.path.join(path, "acks"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    for i in range(n):
-        child = w.child(i)
-        store.ingest(child.ntriples, child.uri, extra=[(parent, LDP_CONTAINS, child.uri, parent)])
-        os.write(acks, f"{i}\\n".encode())   # acknowledged
+
+    def ingest(first):
+        for i in range(first, n, writers):
+            child = w.child(i)
+            store.ingest(child.ntriples, child.uri, extra=[(parent, LDP_CONTAINS, child.uri, parent)])
+            os.write(acks, f"{i}\\n".encode())   # acknowledged
+
+    if writers > 1:
+        gevent.joinall([gevent.spawn(ingest, k) for k in range(writers)], raise_error=True)
+        assert store.log_flushes["flushes"] < n, store.log_flushes  # they did share flushes
+    else:
+        ingest(0)
     store.close()
 """)
 
@@ -91,13 +109,14 @@ def iotrace(tmp_path_factory) -> Path:
     return lib
 
 
-def _trace(tmp_path: Path, lib: Path, durable: bool, log: bool, lag: int | None) -> tuple[list, Path]:
+def _trace(tmp_path: Path, lib: Path, durable: bool, log: bool, lag: int | None,
+           writers: int = 1) -> tuple[list, Path]:
     store = (tmp_path / "store").resolve()
     store.mkdir()
     trace = tmp_path / "trace.bin"
     env = {**os.environ, "LD_PRELOAD": str(lib), "IOTRACE_DIR": str(store), "IOTRACE_LOG": str(trace)}
     subprocess.run([sys.executable, "-c", WRITER, str(store), str(int(durable)), str(int(log)),
-                    str(CHILDREN), str(TRIPLES), str(lag)], env=env, check=True, timeout=300)
+                    str(CHILDREN), str(TRIPLES), str(lag), str(writers)], env=env, check=True, timeout=300)
     return read_trace(trace), store
 
 
@@ -124,6 +143,7 @@ def _images(events, root: Path, rng: random.Random, count: int) -> list[dict]:
             target = root / f"crash-{index:06d}-{draw}"
             target.mkdir(parents=True)
             for name, data in disk.power_loss(rng, skip={"acks", "lock.mdb"}).items():
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
                 (target / name).write_bytes(data)
             acked = [int(x) for x in disk.cached("acks").split()]
             images.append({"dir": str(target), "acked": acked, "event": index})
@@ -150,10 +170,10 @@ def _verify(images: list[dict]) -> dict[str, list[str]]:
     return results
 
 
-@pytest.mark.parametrize("mode", ["log", "log-filing", "commit"])
+@pytest.mark.parametrize("mode", ["log", "log-filing", "commit", "log-group"])
 def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
-    durable, log, lag = MODES[mode]
-    events, store = _trace(tmp_path, iotrace, durable, log, lag)
+    durable, log, lag, writers = MODES[mode]
+    events, store = _trace(tmp_path, iotrace, durable, log, lag, writers)
     assert any(e.kind == "S" for e in events) and any(e.name == "data.mdb" for e in events)
     if log:
         assert any(e.name == "wal" for e in events)
@@ -168,8 +188,8 @@ def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
 
 
 def test_the_harness_sees_a_loss_when_nothing_is_flushed(tmp_path, iotrace):
-    durable, log, lag = MODES["log-unflushed"]
-    events, _ = _trace(tmp_path, iotrace, durable, log, lag)
+    durable, log, lag, writers = MODES["log-unflushed"]
+    events, _ = _trace(tmp_path, iotrace, durable, log, lag, writers)
     images = _images(events, tmp_path / "images", random.Random(7), count=120)
     results = _verify(images)
     assert any(problems for problems in results.values()), "no power loss lost anything: the harness is blind"

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from lakebench.store import LmdbStore, LogError, MapFullError, NoSpaceError, StoreError, check
+from lakebench.store import LmdbStore, LogError, LogSyncError, MapFullError, NoSpaceError, StoreError, check
 from lakebench.store.terms import iri
 
 from ..conftest import fill_disk
@@ -57,7 +57,7 @@ def test_a_write_whose_flush_failed_is_not_replayed(tmp_path, monkeypatch):
 
     with monkeypatch.context() as patch:
         patch.setattr(os, "fdatasync", failing_fdatasync)
-        with pytest.raises(OSError, match="injected"):
+        with pytest.raises(LogSyncError, match="injected"):
             store.add([_quad(2)])
     assert _objects(store) == {_quad(1)[2]}
     store.add([_quad(3)])  # the next write rebuilds the batch: record 2 must not come back

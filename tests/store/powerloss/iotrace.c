@@ -7,7 +7,11 @@
  *     kind u8 | name length u8 | name | offset u64 | length u64 | data
  * with kind 'W' (bytes written at offset), 'S' (fsync or fdatasync of the
  * file), 'T' (ftruncate to offset) or 'D' (a write through a descriptor
- * opened O_SYNC/O_DSYNC: on stable storage when the call returns).
+ * opened O_SYNC/O_DSYNC: on stable storage when the call returns), or 'L'
+ * (a hard link made: the event names the new entry, its data the file
+ * linked).  Names are relative to the directory, which is itself ".", so
+ * that its fsync (what makes a new entry durable) is seen too; files in
+ * its subdirectories are traced with their relative paths.
  * Writes through a memory map are not seen: the store's durable mode does
  * not write through its map.
  */
@@ -45,6 +49,7 @@ static int (*real_close)(int);
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_ftruncate)(int, off_t);
+static int (*real_linkat)(int, const char *, int, const char *, int);
 
 __attribute__((constructor)) static void init(void) {
     real_write = dlsym(RTLD_NEXT, "write");
@@ -57,6 +62,7 @@ __attribute__((constructor)) static void init(void) {
     real_fsync = dlsym(RTLD_NEXT, "fsync");
     real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
     real_ftruncate = dlsym(RTLD_NEXT, "ftruncate64");
+    real_linkat = dlsym(RTLD_NEXT, "linkat");
     const char *dir = getenv("IOTRACE_DIR"), *log = getenv("IOTRACE_LOG");
     if (!dir || !log)
         return;
@@ -81,8 +87,8 @@ static void put(const void *p, size_t n) {
     }
 }
 
-static void event(char kind, int fd, uint64_t offset, const struct iovec *iov, int iovcnt, uint64_t length) {
-    const char *name = names[fd];
+static void named_event(char kind, const char *name, uint64_t offset, const struct iovec *iov, int iovcnt,
+                        uint64_t length) {
     uint8_t n = (uint8_t)strlen(name);
     pthread_mutex_lock(&lock);
     put(&kind, 1);
@@ -98,6 +104,20 @@ static void event(char kind, int fd, uint64_t offset, const struct iovec *iov, i
     pthread_mutex_unlock(&lock);
 }
 
+static void event(char kind, int fd, uint64_t offset, const struct iovec *iov, int iovcnt, uint64_t length) {
+    named_event(kind, names[fd], offset, iov, iovcnt, length);
+}
+
+/* The name of ``path`` relative to the traced directory ("." for the
+ * directory itself), or NULL when it lies outside. */
+static const char *relative(const char *path) {
+    if (strlen(path) + 1 == traced_len && strncmp(path, traced_dir, traced_len - 1) == 0)
+        return ".";
+    if (strlen(path) > traced_len && strncmp(path, traced_dir, traced_len) == 0)
+        return path + traced_len;
+    return NULL;
+}
+
 static int traced(int fd) { return trace_fd >= 0 && fd >= 0 && fd < MAX_FD && names[fd]; }
 
 static void remember(int fd, int flags) {
@@ -111,8 +131,9 @@ static void remember(int fd, int flags) {
     path[n] = 0;
     free(names[fd]);
     names[fd] = NULL;
-    if ((size_t)n > traced_len && strncmp(path, traced_dir, traced_len) == 0 && !strchr(path + traced_len, '/')) {
-        names[fd] = strdup(path + traced_len);
+    const char *name = relative(path);
+    if (name) {
+        names[fd] = strdup(name);
         synchronous[fd] = (flags & (O_SYNC | O_DSYNC)) != 0;
     }
 }
@@ -197,3 +218,20 @@ int ftruncate(int fd, off_t length) {
     return rc;
 }
 int ftruncate64(int fd, off_t length) __attribute__((alias("ftruncate")));
+
+int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags) {
+    int rc = real_linkat(olddirfd, oldpath, newdirfd, newpath, flags);
+    char from[PATH_MAX], to[PATH_MAX];
+    /* Resolved after the fact (the paths the store passes are absolute or
+     * relative to the working directory). */
+    if (rc == 0 && trace_fd >= 0 && olddirfd == AT_FDCWD && newdirfd == AT_FDCWD
+        && realpath(oldpath, from) && realpath(newpath, to)) {
+        const char *source = relative(from), *target = relative(to);
+        if (source && target) {
+            struct iovec iov = {(void *)source, strlen(source)};
+            named_event('L', target, 0, &iov, 1, iov.iov_len);
+        }
+    }
+    return rc;
+}
+int link(const char *oldpath, const char *newpath) { return linkat(AT_FDCWD, oldpath, AT_FDCWD, newpath, 0); }

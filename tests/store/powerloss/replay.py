@@ -7,8 +7,11 @@ written since is, independently, in any one of the versions it has had
 since (the flushed one included: writeback may or may not have reached
 it, in any order); a file's size is its flushed size or its current one.
 This is what dm-log-writes replays at the block level, one layer up: it
-does not model a file system that loses flushed data or directory entries
-(ext4 commits a new file's entry with the first fsync in it).
+does not model a file system that loses flushed data or the entries of
+files it created (ext4 commits a new file's entry with the first fsync in
+it).  A hard link's new entry is kept only once the directory (".") has
+been fsynced after it: the store makes a new file whole in a directory of
+its own and links it into place (lakebench.store.preflight.create_whole).
 """
 from __future__ import annotations
 
@@ -23,8 +26,8 @@ _HEAD = struct.Struct("<QQ")
 
 @dataclass
 class Event:
-    kind: str      # "W" write, "D" synchronous write, "S" flush, "T" truncate
-    name: str      # file name within the traced directory
+    kind: str      # "W" write, "D" synchronous write, "S" flush, "T" truncate, "L" hard link
+    name: str      # file name within the traced directory ("." the directory itself)
     offset: int
     data: bytes = b""
 
@@ -39,7 +42,7 @@ def read_trace(path: str | Path) -> list[Event]:
         pos += 2 + n
         offset, length = _HEAD.unpack_from(raw, pos)
         pos += _HEAD.size
-        data = raw[pos:pos + length] if kind in "WD" else b""
+        data = raw[pos:pos + length] if kind in "WDL" else b""
         pos += len(data)
         events.append(Event(kind, name, offset, data))
     return events
@@ -101,8 +104,17 @@ class Disk:
 
     def __init__(self):
         self.files: dict[str, _File] = {}
+        self.unflushed_links: set[str] = set()  # entries a power cut would drop
 
     def apply(self, event: Event) -> None:
+        if event.name == ".":  # the directory: its fsync keeps the links made in it
+            if event.kind == "S":
+                self.unflushed_links.clear()
+            return
+        if event.kind == "L":  # the same file under a second name
+            self.files[event.name] = self.files.setdefault(event.data.decode(), _File())
+            self.unflushed_links.add(event.name)
+            return
         f = self.files.setdefault(event.name, _File())
         if event.kind in "WD":
             f.write(event.offset, event.data, synchronous=event.kind == "D")
@@ -117,4 +129,5 @@ class Disk:
         return bytes(f.cache) if f else b""
 
     def power_loss(self, rng: random.Random, skip=()) -> dict[str, bytes]:
-        return {name: f.after_power_loss(rng) for name, f in self.files.items() if name not in skip}
+        return {name: f.after_power_loss(rng) for name, f in self.files.items()
+                if name not in skip and name not in self.unflushed_links}

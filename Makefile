@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make bench   the main job: a small comparison, its summary table, results and report
 #   make test    the test suite
-# Both install what they need first (scripts/setup-env.sh).
+# Both install what they need first (scripts/setup-env.sh), as does
+#   make docs    the documentation, with a page per run kept in docs/runs (docs/performance.rst)
 
 VENV      ?= .venv
 SYSTEMS   ?= lmdb-nosync,lmdb,oxigraph,memory
@@ -11,7 +12,7 @@ PYTEST_ARGS ?=
 
 STAMP := $(VENV)/.lakebench-installed
 
-.PHONY: bench test setup clean
+.PHONY: bench test setup clean docs
 
 bench: $(STAMP)
 	$(VENV)/bin/lakebench run --systems $(SYSTEMS) --children $(CHILDREN) --out $(OUT)
@@ -22,6 +23,13 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: $(STAMP)
+
+# The pages of the runs kept in docs/runs, written from their results (nothing is measured), then the site.
+docs: $(STAMP)
+	$(VENV)/bin/lakebench report docs/runs/inprocess --out docs/performance/inprocess --title "Measured: the in-process stores"
+	$(VENV)/bin/lakebench report docs/runs/http --out docs/performance/http --title "Measured: over HTTP, beside Fedora"
+	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "HTML: docs/_build/html/index.html"
 
 # Re-install whenever the packaging or the compiled sources change.
 $(STAMP): pyproject.toml setup.py scripts/setup-env.sh $(wildcard ext/*.pyx ext/*.pxd ext/lakebench/*.pyx ext/lakebench/*.pxd ext/sparql/Cargo.* ext/sparql/src/*.rs)

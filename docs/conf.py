@@ -1,4 +1,5 @@
 """Sphinx configuration of the lakebench documentation."""
+import re
 from pathlib import Path
 
 project = "lakebench"
@@ -15,15 +16,19 @@ import lakebench.report  # noqa: E402 - the docs are built with lakebench instal
 html_static_path = [str(Path(lakebench.report.__file__).parent / "static")]
 html_css_files = ["lakebench.css"]
 
-#: The performance report, written by 'lakebench report' (not kept by hand).
-REPORT = Path(__file__).resolve().parent / "performance" / "index.rst"
+#: The performance reports, written by 'lakebench report' (not kept by hand): ``make bench``'s
+#: (performance/index.rst) and ``make docs``'s, one per run kept in docs/runs (performance/NAME/index.rst).
+DOCS = Path(__file__).resolve().parent
+REPORT = DOCS / "performance" / "index.rst"
 
 
 def _list_report_once_made(app, docname, source):
-    """performance.rst lists the report in its toctree only once it exists,
+    """performance.rst lists a report in its toctree only once it exists,
     so the site builds (with -W) before the first report too."""
-    if docname == "performance" and not REPORT.exists():
-        source[0] = source[0].replace("   performance/index\n", "")
+    if docname == "performance":
+        source[0] = re.sub(r"^   (performance/(?:[A-Za-z0-9_-]+/)?index)\n",
+                           lambda m: m.group(0) if (DOCS / f"{m.group(1)}.rst").exists() else "",
+                           source[0], flags=re.M)
 
 
 def setup(app):

@@ -1,0 +1,248 @@
+"""The documentation's figures come from runs kept in the repository, never typed (issue 29, item 10).
+
+Every run the docs cite is a results directory ``docs/runs/NAME`` (``results.json`` and
+``latencies.csv``, nothing else), valid, rendered by ``lakebench report`` into
+``docs/performance/NAME`` by ``make docs``, and cited in docs/performance.rst with the command it
+recorded.  docs/performance.rst and docs/store-history.rst hold no figure with a unit outside
+commands, and no hand-written page names a machine.  What docs/performance.rst tells a reader to
+conclude is checked here against the kept results, so that new runs cannot silently contradict it.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lakebench import cli, results
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+RUNS_DIR = DOCS / "runs"
+RUNS = sorted(p.name for p in RUNS_DIR.iterdir() if p.is_dir()) if RUNS_DIR.is_dir() else []
+PERFORMANCE = DOCS / "performance.rst"
+#: The pages of hand-written prose about performance: no figure, no machine.
+NARRATIVE = [PERFORMANCE, DOCS / "store-history.rst"]
+#: What a kept run may hold: the summary and what the charts read.
+KEPT_FILES = {"results.json", "latencies.csv"}
+#: The kept runs together stay small (bytes).
+BUDGET = 3_000_000
+
+
+# -- reading the pages ---------------------------------------------------------------------
+
+#: Directives whose body is quoted, not written: code, and what is included from files.
+LITERAL_DIRECTIVES = {"code-block", "code", "sourcecode", "literalinclude", "raw", "math", "parsed-literal"}
+
+
+def _prose(text: str) -> str:
+    """``text`` without what is quoted rather than written: literal blocks (after ``::``), the bodies
+    of code directives, comments, directive and option lines, and inline literals.  The body of any
+    other directive (a note, a table) is prose."""
+    kept: list[str] = []
+    block_indent: int | None = None  # inside a quoted block indented deeper than this
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if block_indent is not None:
+            if not line.strip() or indent > block_indent:
+                continue
+            block_indent = None
+        stripped = line.strip()
+        directive = re.match(r"\.\. ([\w-]+)::", stripped)
+        if directive or stripped.startswith(".. ") or stripped == "..":
+            if not directive or directive.group(1) in LITERAL_DIRECTIVES:
+                block_indent = indent  # a code directive's body, or a comment
+            continue
+        if re.match(r":[\w-]+:(\s|$)", stripped):
+            continue  # a directive's option
+        if stripped.endswith("::"):
+            block_indent = indent
+            line = line[:-1]
+        kept.append(line)
+    return re.sub(r"``.+?``", "``...``", "\n".join(kept), flags=re.S)
+
+
+#: A number followed by a unit of time, size, ratio or share: a figure.
+FIGURE = re.compile(
+    r"(?<![\w.])(?<![A-Za-z]-)\d[\d,]*(?:\.\d+)?\s?-?\s?"
+    r"(?:ns|µs|us|ms|s|secs?|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|[kKMGT]i?B|bytes?|B|"
+    r"[kKMG]?B/s|x|×|%|percent)(?![\w/])")
+#: A processor's maker or model, or a count of cores: a machine named.
+MACHINE = re.compile(r"\b(?:EPYC|Xeon|Ryzen|Threadripper|Opteron|Graviton|Neoverse|Intel|AMD|Core i[3579]|"
+                     r"Apple M[1-9])\b", re.I)
+CORES = re.compile(r"\bcores\b|\d[- ]core\b|\bsingle[- ]core\b", re.I)
+
+
+def _hand_written_pages() -> list[Path]:
+    """The pages typed by hand: docs/*.rst (performance/ and _build/ are generated)."""
+    return sorted(DOCS.glob("*.rst"))
+
+
+def test_prose_drops_commands_and_literals():
+    text = ("Fast: see below.\n\n.. code-block:: console\n\n   $ lakebench run --budget 20m\n\n"
+            "Then ``--interval 0.5`` and::\n\n    12 ms\n\nback 3 ms\n\n.. note::\n   :class: x\n\n   4 ms\n\n"
+            ".. a comment\n   of 5 ms\n")
+    assert FIGURE.findall(_prose(text)) == ["3 ms", "4 ms"]
+    for figure in ("0.42 ms", "1.5x", "2.4 GB", "137.6 B", "70 %", "8 MiB", "12 s", "300-400 MB/s", "1,024 KB"):
+        assert FIGURE.search(figure), figure
+    for words in ("Fedora 6.1.0", "format 5", "2^20 ids", "7-bit groups", "1,024 writes", "SHA-512", "the 2018 report",
+                  "UTF-8 bytes"):
+        assert not FIGURE.search(words), words
+    assert MACHINE.search("AMD EPYC 7B13") and MACHINE.search("an Intel(R) Xeon(R)")
+    assert CORES.search("the 2-core machine") and CORES.search("two cores") and not CORES.search("the store core")
+
+
+@pytest.mark.parametrize("page", NARRATIVE, ids=lambda p: p.name)
+def test_no_hand_typed_figure(page):
+    """Figures are on the generated pages only: the narrative says where, not what."""
+    found = [(n, m.group(0)) for n, line in enumerate(_prose(page.read_text(encoding="utf-8")).splitlines(), 1)
+             for m in FIGURE.finditer(line)]
+    assert not found, f"{page.name}: figures typed by hand (quote the generated page instead): {found}"
+
+
+@pytest.mark.parametrize("page", NARRATIVE, ids=lambda p: p.name)
+def test_no_machine_in_the_narrative(page):
+    prose = _prose(page.read_text(encoding="utf-8"))
+    found = MACHINE.findall(prose) + CORES.findall(prose)
+    assert not found, f"{page.name} names a machine: {found} (its page's 'How it was measured' records it)"
+
+
+@pytest.mark.parametrize("page", _hand_written_pages(), ids=lambda p: p.name)
+def test_no_processor_named_by_hand(page):
+    found = MACHINE.findall(_prose(page.read_text(encoding="utf-8")))
+    assert not found, f"{page.name} names a processor: {found}; the results record the machine"
+
+
+# -- the kept runs -------------------------------------------------------------------------
+
+def test_runs_are_kept():
+    assert RUNS, f"no results directory under {RUNS_DIR}"
+    size = sum(f.stat().st_size for f in RUNS_DIR.rglob("*") if f.is_file())
+    assert size < BUDGET, f"docs/runs holds {size:,} bytes: keep the runs small"
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_run_is_valid(name):
+    """A kept run: what ``lakebench run`` wrote, from a clean checkout, every system measured."""
+    run = RUNS_DIR / name
+    extra = {p.name for p in run.iterdir()} - KEPT_FILES
+    assert not extra, f"docs/runs/{name} holds {sorted(extra)}: keep results.json and latencies.csv only"
+    document = results.load(run)  # validated against the schema, or ResultsError
+    latencies = results.load_latencies(run)
+    assert latencies, f"docs/runs/{name}/latencies.csv is empty"
+    assert all(s["status"] == "ok" for s in document["systems"]), f"docs/runs/{name}: a system failed"
+    commit = document["environment"].get("lakebench_commit") or ""
+    assert re.fullmatch(r"[0-9a-f]{40}", commit), f"docs/runs/{name} was not run from a clean checkout: {commit!r}"
+    assert f"--out docs/runs/{name}" in document["command"], "run it with --out docs/runs/NAME, as it is cited"
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_run_renders(name, tmp_path, capsys):
+    """``lakebench report`` writes its page without error, with the command the run recorded."""
+    out = tmp_path / name
+    assert cli.main(["report", str(RUNS_DIR / name), "--out", str(out)]) == 0, capsys.readouterr().err
+    page = (out / "index.rst").read_text(encoding="utf-8")
+    assert results.load(RUNS_DIR / name)["command"] in page
+
+
+def _cited_commands() -> list[str]:
+    return [line.strip()[2:] for line in PERFORMANCE.read_text(encoding="utf-8").splitlines()
+            if line.strip().startswith("$ lakebench run ")]
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_run_is_cited_and_built(name):
+    """Each kept run: its recorded command on docs/performance.rst, its page in the toctree and in make docs."""
+    text = PERFORMANCE.read_text(encoding="utf-8")
+    assert results.load(RUNS_DIR / name)["command"] in _cited_commands(), \
+        f"docs/performance.rst does not cite docs/runs/{name} with the command it recorded"
+    assert f"\n   performance/{name}/index\n" in text, f"docs/performance.rst: no toctree entry for {name}"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"lakebench report docs/runs/{name} --out docs/performance/{name}" in makefile, \
+        f"make docs does not write the page of docs/runs/{name}"
+
+
+def test_every_cited_command_is_a_kept_run():
+    recorded = {results.load(RUNS_DIR / name)["command"] for name in RUNS}
+    cited = _cited_commands()
+    assert cited and set(cited) <= recorded, f"cited but not kept: {sorted(set(cited) - recorded)}"
+
+
+# -- what docs/performance.rst says a reader should conclude ---------------------------------
+
+def _entries(name: str) -> dict[str, dict]:
+    return {s["name"]: s for s in results.load(RUNS_DIR / name)["systems"]}
+
+
+def _mean(entry: dict) -> float:
+    return entry["per_resource_ms"]["mean"]
+
+
+def _steady(entry: dict) -> float:
+    return entry["parent"]["seconds"]
+
+
+def _decile_medians(name: str, system: str) -> tuple[float, float]:
+    """The median time of a system's first and last tenth of children (its one run)."""
+    (values,) = [v for k, v in results.load_latencies(RUNS_DIR / name).items() if k[0] == system]
+    tenth = max(1, len(values) // 10)
+    return statistics.median(values[:tenth]), statistics.median(values[-tenth:])
+
+
+@pytest.mark.skipif("inprocess" not in RUNS, reason="no in-process run kept")
+def test_what_the_in_process_run_shows():
+    e = _entries("inprocess")
+    ours, others = ("lmdb", "lmdb-nosync"), ("oxigraph", "memory")
+    # both modes create a child several times faster than oxigraph and memory; durable slower than nosync
+    assert all(_mean(e[o]) >= 3 * _mean(e[s]) for s in ours for o in others)
+    assert _mean(e["lmdb"]) > _mean(e["lmdb-nosync"])
+    # the parent: more than an order of magnitude between ours and the other two
+    assert all(_steady(e[o]) >= 10 * _steady(e[s]) for s in ours for o in others)
+    # oxigraph's typical child gets slower; lmdb-nosync's median stays nearly flat, its mean rises
+    first, last = _decile_medians("inprocess", "oxigraph")
+    assert last / first > 1.3
+    first, last = _decile_medians("inprocess", "lmdb-nosync")
+    assert last / first < 1.15 < e["lmdb-nosync"]["growth"]["ratio"]
+    # memory several times ours for oxigraph and memory, disk several times ours for oxigraph
+    assert all(e[o]["peak_rss_bytes"] >= 3 * e[s]["peak_rss_bytes"] for s in ours for o in others)
+    assert all(e["oxigraph"]["disk_bytes"] >= 3 * e[s]["disk_bytes"] for s in ours)
+
+
+@pytest.mark.skipif("http" not in RUNS, reason="no HTTP run kept")
+def test_what_the_http_run_shows():
+    e = _entries("http")
+    servers, fedoras = ("lmdb-http", "lmdb-http-nosync"), ("fcrepo6", "fcrepo")
+    # HTTP costs several times the in-process time; durable only a little over nosync, less than HTTP adds
+    assert all(_mean(e[s]) >= 2 * _mean(e["lmdb"]) for s in servers)
+    durable, nosync, local = _mean(e["lmdb-http"]), _mean(e["lmdb-http-nosync"]), _mean(e["lmdb"])
+    assert 1 < durable / nosync < 1.3 and durable - nosync < nosync - local
+    # both Fedoras: more than an order of magnitude per child and for the parent, several times the memory
+    assert all(_mean(e[f]) >= 10 * _mean(e[s]) for f in fedoras for s in servers)
+    assert all(_steady(e[f]) >= 10 * _steady(e[s]) for f in fedoras for s in servers)
+    assert all(e[f]["peak_rss_bytes"] >= 3 * e[s]["peak_rss_bytes"] for f in fedoras for s in servers)
+    # still warming up: the last tenth faster than the first
+    assert all(e[f]["growth"]["ratio"] < 1 for f in fedoras)
+
+
+# -- the site ------------------------------------------------------------------------------
+
+def test_the_docs_build_with_the_pages(tmp_path, capsys):
+    """``make docs``'s pages in a copy of the docs: the site builds with -W and performance.rst links them."""
+    pytest.importorskip("sphinx")
+    pytest.importorskip("furo")
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs, ignore=shutil.ignore_patterns("_build", "performance"))
+    for name in RUNS:
+        code = cli.main(["report", str(docs / "runs" / name), "--out", str(docs / "performance" / name)])
+        assert code == 0, capsys.readouterr().err
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(docs),
+                           str(tmp_path / "html")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (tmp_path / "html" / "performance.html").read_text(encoding="utf-8")
+    for name in RUNS:
+        assert f'href="performance/{name}/index.html"' in page
+        assert (tmp_path / "html" / "performance" / name / "index.html").is_file()

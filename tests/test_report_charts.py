@@ -10,6 +10,7 @@ import copy
 import doctest
 import importlib.util
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from lakebench import figures  # noqa: E402
 from lakebench import results  # noqa: E402
 from lakebench.report import charts  # noqa: E402
 from lakebench.report.charts import chart_style  # noqa: E402
@@ -146,9 +148,138 @@ def test_svg_marks_carry_titles(data, tmp_path):
     titles = [t.text for t in headline.iter(f"{SVG}title") if t.text]
     assert any("median" in t and ("ms" in t or "µs" in t) for t in titles), titles
     # the title is the first child of the element it describes: the mark itself
-    for group in headline.iter(f"{SVG}g"):
-        if group.get("id", "").startswith("lbtip"):
-            assert group[0].tag == f"{SVG}title"
+    marks = [group for group in headline.iter(f"{SVG}g") if group.get("id", "").startswith("headline-lbtip")]
+    assert marks
+    for group in marks:
+        assert group[0].tag == f"{SVG}title"
+
+
+def test_svgs_are_ready_to_be_inlined_in_one_page(data, tmp_path):
+    """No prolog, DOCTYPE nor comment; every id, and every reference to one, the chart's own."""
+    wanted = [c for c in charts.CHARTS if c.name in ("latency", "headline", "resources")]
+    ids = {}
+    for chart, path, _ in charts.render(data, tmp_path, "svg", charts=wanted):
+        text = path.read_text("utf-8")
+        assert text.startswith(f'<svg id="{chart.name}-svg" role="img" aria-label="{chart.title}"')
+        assert "<?xml" not in text and "<!DOCTYPE" not in text and "<!--" not in text
+        ET.fromstring(text)  # still an SVG file of its own
+        ids[chart.name] = re.findall(r'\bid="([^"]+)"', text)
+        assert len(ids[chart.name]) > 20 and all(i.startswith(f"{chart.name}-") for i in ids[chart.name])
+        references = re.findall(r'href="#([^"]+)"', text) + re.findall(r"url\(#([^)]+)\)", text)
+        assert references and set(references) <= set(ids[chart.name])
+        # matplotlib's style sheet ("*{...}") styles its own chart, not the page around it
+        assert re.search(r"<style[^>]*>\s*#" + chart.name + r"-svg \*\{", text)
+    assert not set(ids["latency"]) & set(ids["headline"])
+
+
+def _edited(flat_dir: Path, tmp_path: Path, edit) -> ReportData:
+    """The real run's results, changed by ``edit(document)``."""
+    document = results.load(flat_dir)
+    edit(document)
+    shutil.copy(flat_dir / "latencies.csv", tmp_path / "latencies.csv")
+    (tmp_path / "results.json").write_text(json.dumps(document), encoding="utf-8")
+    return ReportData.load(tmp_path)
+
+
+def _parent_seconds(seconds: dict[str, float]):
+    def edit(document):
+        for e in document["systems"]:
+            e["parent"]["seconds"] = seconds[e["name"]]
+    return edit
+
+
+def test_the_parent_chart_draws_no_bar_on_a_log_axis(flat_dir, tmp_path):
+    from matplotlib.container import BarContainer
+
+    # Within 50x of each other: bars, on a linear axis from zero, as long as the values are.
+    close = _edited(flat_dir, tmp_path, _parent_seconds({"memory": 0.003, "lmdb-nosync": 0.001, "lmdb": 0.002}))
+    fig, caption = _draw("parent", close)
+    ax = fig.axes[0]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0 and len(bars) == 3
+    widths = sorted(bar.patches[0].get_width() for bar in bars)
+    assert widths == pytest.approx([1.0, 2.0, 3.0])
+    assert "the bar is" in caption
+    # 1,339x apart (issue 29: 1.74 ms and 2.33 s): a log axis, and a mark per system at its value, no bar.
+    far = _edited(flat_dir, tmp_path, _parent_seconds({"memory": 2.33, "lmdb-nosync": 0.00174, "lmdb": 0.0019}))
+    fig, caption = _draw("parent", far)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert not [c for c in ax.containers if isinstance(c, BarContainer)] and not ax.patches
+    for e in far.ok:
+        value = e["parent"]["seconds"] * 1000
+        marks = [line for line in ax.get_lines() if line.get_color() == far.color(e)]
+        assert [list(line.get_xdata()) for line in marks] == [[pytest.approx(value)]], e["name"]
+    written = " ".join(t.get_text() for t in ax.texts)  # each value written beside its mark
+    assert all(figures.duration(e["parent"]["seconds"]) in written for e in far.ok)
+    assert "log scale" in caption and "the bar is" not in caption
+
+
+def test_a_dashed_line_is_drawn_over_a_solid_one(data):
+    """lmdb-nosync (dashed) and lmdb (solid) lie close together in every chart: drawn first, a solid line
+    would hide the dashed one where they meet; the dashed (and memory's dotted) go on top."""
+    for chart in ("latency", "resources", "disk"):
+        fig, _ = _draw(chart, data)
+        stacked: dict[str, list[float]] = {}
+        for line in _lines(fig):
+            if line.get_linestyle() in ("None", "none", ""):
+                continue  # markers alone
+            for e in data.systems:
+                if line.get_color() == data.color(e):
+                    stacked.setdefault(e["name"], []).append(line.get_zorder())
+        assert min(stacked["lmdb-nosync"]) > max(stacked["lmdb"]), (chart, stacked)
+        if "memory" in stacked:  # it keeps nothing on disk
+            assert min(stacked["memory"]) > max(stacked["lmdb-nosync"]), (chart, stacked)
+
+
+def _slower(name: str, factor: float):
+    def edit(document):
+        for e in document["systems"]:
+            if e["name"] == name:
+                for run_ in e["samples"]:
+                    for sample in run_:
+                        sample["t"] = sample["t"] * factor
+    return edit
+
+
+def test_a_slow_system_gets_time_axes_of_its_own(flat_dir, data, tmp_path):
+    """One run 40x longer than another: on one axis of seconds the fast runs would fill its first 2.5%."""
+    slow = _edited(flat_dir, tmp_path, _slower("memory", 40))
+    fig, caption = _draw("resources", slow)
+    assert {ax.get_xlim() for ax in fig.axes} == {(0, 100)}
+    memory_ax = fig.axes[0]  # resident memory: sampled from each run's start to its end
+    for e in slow.systems:  # every run spans the whole axis, the fast ones too
+        drawn = [x for line in memory_ax.get_lines() if line.get_color() == slow.color(e)
+                 and line.get_linestyle() not in ("None", "none") for x in line.get_xdata()]
+        assert max(drawn) == pytest.approx(100) and max(drawn) - min(drawn) > 50, e["name"]
+    assert "its own run" in caption and "one time axis" not in caption
+    assert "% of its run" in fig.axes[-1].get_xlabel()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert all("run " in text for text in legend)  # the seconds the axis no longer shows
+    # Runs of comparable lengths keep one axis of seconds (test_time_panels_share_one_time_axis).
+    fig, caption = _draw("resources", data)
+    assert fig.axes[0].get_xlim() != (0, 100) and "one time axis" in caption
+
+
+def test_a_slow_ingest_gets_its_own_time_axis_in_the_load_chart(flat_dir, tmp_path):
+    from lakebench.locust.record import load_record
+
+    def requests(n: int, seconds: float) -> list[dict]:
+        return [{"ok": True, "seconds": seconds, "start": i * seconds, "end": (i + 1) * seconds} for i in range(n)]
+
+    def edit(document):
+        for e, seconds in zip(document["systems"], (0.001, 0.05, 0.002)):  # 50x apart
+            e["load"] = load_record(requests(200, seconds), users=1)
+
+    loaded = _edited(flat_dir, tmp_path, edit)
+    fig, caption = _draw("load", loaded)
+    rate_ax = fig.axes[0]
+    assert rate_ax.get_xlim() == (0, 100)
+    for e in loaded.ok:
+        drawn = [x for line in rate_ax.get_lines() if line.get_color() == loaded.color(e)
+                 and line.get_marker() not in ("x", "None") and line.get_linestyle() != ":" for x in line.get_xdata()]
+        assert min(drawn) < 10 and max(drawn) > 90, e["name"]
+    assert "its own length" in caption and "% of the ingest" in fig.axes[-1].get_xlabel()
 
 
 def test_headline_ranks_the_systems_fastest_first(data):

@@ -141,6 +141,26 @@ def test_hostile_names_are_text_in_the_html_page(tmp_path, capsys):
         assert f"<em>{emphasised}</em>" not in html
 
 
+def test_a_hostile_name_is_escaped_in_the_inline_charts(tmp_path, capsys):
+    """The charts are SVG inlined in the page (their hover titles show only so): a name reaches them as
+    the text of a title, escaped, and in no comment (matplotlib writes each text of a chart in one)."""
+    pytest.importorskip("sphinx")
+    pytest.importorskip("furo")
+    src = _write(tmp_path / "results", _hostile_document())
+    code = report.main(_args(results_dir=src, html=True))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    html = (src / "report" / "_build" / "html" / "index.html").read_text("utf-8")
+    svgs = re.findall(r'<svg id="[a-z_]+-svg".*?</svg>', html, flags=re.DOTALL)
+    assert len(svgs) >= 2  # the headline chart and the parent's, which name every system
+    for svg in svgs:
+        assert not re.search(r"<script", svg, flags=re.IGNORECASE), re.search(r".{80}<script.{80}", svg, re.I | re.S)
+        assert "<!--" not in svg
+    titles = re.findall(r"<title>(.*?)</title>", "".join(svgs), flags=re.DOTALL)
+    assert any(t.startswith("evil&lt;script&gt;alert(1)&lt;/script&gt;*x*") for t in titles), titles[:5]
+    _assert_shown_as_text(html)
+
+
 def test_a_hostile_workload_name_is_text_and_no_path(tmp_path, capsys):
     """A site of two results directories: the workload's name makes a title, a sentence, a directory."""
     pytest.importorskip("sphinx")

@@ -156,8 +156,13 @@ def nobreak(text: str) -> str:
     return text.replace(" ", NBSP)
 
 
+#: The class of every table the report writes: lakebench.css sets them compact, so that they fit a
+#: laptop's column, without touching the other tables of the docs site.
+TABLE_CLASS = "lakebench-table"
+
+
 def list_table(rows: list[list[str]], title: str = "", header_rows: int = 1,
-               stub_columns: int = 1, widths: str | None = None, classes: str = "") -> str:
+               stub_columns: int = 1, widths: str | None = None, classes: str = TABLE_CLASS) -> str:
     """A ``list-table`` directive: every cell inline text, a line block if it has several lines."""
     out = [f".. list-table:: {title}".rstrip(), f"   :header-rows: {header_rows}"]
     if stub_columns:
@@ -178,13 +183,44 @@ def list_table(rows: list[list[str]], title: str = "", header_rows: int = 1,
     return "\n".join(out) + "\n"
 
 
-def figure(path, alt: str, caption: str) -> str:
-    """A ``figure`` directive of the image ``path`` (beside the page).
+#: The class of the block that holds an inlined chart and its caption (lakebench.css styles it).
+CHART_CLASS = "lakebench-chart"
 
-    ``caption`` is inline reStructuredText whose parts from a results file are
-    escaped already; both it and ``alt`` are kept on one line, the directive's.
+
+def figure(path, alt: str, caption: str) -> str:
+    """The chart ``path`` (beside the page) with its caption.
+
+    An SVG is inlined in the HTML page (``.. raw:: html`` of the file, which
+    :func:`lakebench.report.charts.registry.embeddable` prepared for it), so
+    that the hover titles of its marks show: through ``<img>`` they never do.
+    Other builders (text, LaTeX) get the same file as an image.  A PNG is a
+    ``figure`` directive.  ``caption`` is inline reStructuredText whose parts
+    from a results file are escaped already; both it and ``alt`` are kept on
+    one line each.
+
+    >>> print(figure("out/parent.svg", "Parent", "The *caption*."))
+    .. container:: lakebench-chart
+    <BLANKLINE>
+       .. only:: html
+    <BLANKLINE>
+          .. raw:: html
+             :file: parent.svg
+    <BLANKLINE>
+       .. only:: not html
+    <BLANKLINE>
+          .. image:: parent.svg
+             :alt: Parent
+    <BLANKLINE>
+       The *caption*.
+    <BLANKLINE>
     """
-    return f".. figure:: {Path(path).name}\n   :alt: {one_line(alt)}\n\n   {one_line(caption)}\n"
+    name, alt, caption = Path(path).name, one_line(alt), one_line(caption)
+    if Path(path).suffix != ".svg":
+        return f".. figure:: {name}\n   :alt: {alt}\n\n   {caption}\n"
+    return (f".. container:: {CHART_CLASS}\n\n"
+            f"   .. only:: html\n\n      .. raw:: html\n         :file: {name}\n\n"
+            f"   .. only:: not html\n\n      .. image:: {name}\n         :alt: {alt}\n\n"
+            f"   {caption}\n")
 
 
 def code_block(text: str, language: str = "console") -> str:

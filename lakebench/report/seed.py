@@ -100,26 +100,34 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def rows(data: ReportData) -> list[list[str]]:
-    """The table: each seed figure, then and now, with LAKEsuperior / FCREPO for both."""
+    """The table of the two servers: each seed figure, then and now, with LAKEsuperior / FCREPO for both."""
     fc, ls = _pick(data, "fcrepo"), _pick(data, "lakesuperior")
-    store = next((e for e in (_pick(data, n) for n in STORES) if e is not None), None)
-    header = ["figure", "FCREPO 4.7.5 (2018)", "LAKEsuperior alpha 6 (2018)", "LAKEsuperior / FCREPO (2018)",
-              f"fcrepo ({_children(fc)})", f"lakesuperior ({_children(ls)})", "lakesuperior / fcrepo (today)"]
-    if store is not None:
-        header += [f"{store['name']} ({_children(store)})", f"{store['name']} / fcrepo"]
-    out = [header]
+    out = [["figure", "FCREPO 4.7.5 (2018)", "LAKEsuperior alpha 6 (2018)", "LAKEsuperior / FCREPO (2018)",
+            f"fcrepo ({_children(fc)})", f"lakesuperior ({_children(ls)})", "lakesuperior / fcrepo (today)"]]
     for f in SEED:
         then = _ratio(f.lakesuperior, f.fcrepo)
         then_text = fmt.ratio(then) if then is not None else fmt.DASH
         if f.stated:
             then_text += f" (printed: {f.stated})"
         now_fc, now_ls = _today(fc, f), _today(ls, f)
-        now = _ratio(now_ls, now_fc)
         row = [f.label, f.fcrepo_text, f.lakesuperior_text, then_text,
-               _show(now_fc, f.unit), _show(now_ls, f.unit), fmt.ratio(now)]
-        if store is not None:
-            now_store = _today(store, f)
-            row += [_show(now_store, f.unit), fmt.ratio(_ratio(now_store, now_fc))]
+               _show(now_fc, f.unit), _show(now_ls, f.unit), fmt.ratio(_ratio(now_ls, now_fc))]
+        out.append([fmt.nobreak(cell) if i else cell for i, cell in enumerate(row)])
+    return out
+
+
+def store_rows(data: ReportData) -> list[list[str]] | None:
+    """The table of lakebench's own store beside today's fcrepo (a table of its own: beside the two
+    servers' then and now, nine columns were wider than a laptop's column); None without the store."""
+    fc = _pick(data, "fcrepo")
+    store = next((e for e in (_pick(data, n) for n in STORES) if e is not None), None)
+    if store is None:
+        return None
+    name = fmt.escape(store["name"])
+    out = [["figure", f"fcrepo ({_children(fc)})", f"{name} ({_children(store)})", f"{name} / fcrepo"]]
+    for f in SEED:
+        now_fc, now_store = _today(fc, f), _today(store, f)
+        row = [f.label, _show(now_fc, f.unit), _show(now_store, f.unit), fmt.ratio(_ratio(now_store, now_fc))]
         out.append([fmt.nobreak(cell) if i else cell for i, cell in enumerate(row)])
     return out
 
@@ -235,6 +243,9 @@ def section(data: ReportData) -> str:
                    f"{'its' if len(missing) == 1 else 'their'} side of the comparison is empty "
                    "(the error is under Results).\n")
     out.append(fmt.list_table(rows(data), "Then (the seed report) and now (this run)"))
+    store = store_rows(data)
+    if store is not None:
+        out.append(fmt.list_table(store, "lakebench's own store beside fcrepo (this run)"))
     line = summary(data)
     if line:
         out.append(line + "\n")

@@ -1,4 +1,5 @@
-"""What the chart families share: log axes labelled in plain numbers, count labels, the monitor's samples."""
+"""What the chart families share: log axes labelled in plain numbers, count labels, the monitor's samples,
+when runs get time axes of their own."""
 from __future__ import annotations
 
 from lakebench.report.data import number
@@ -25,6 +26,23 @@ def log_scale(ax, which: str = "y") -> None:
     axis.set_major_locator(LogLocator(subs=(1.0,) if crowded else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+#: Past this ratio of the longest run to the shortest, one time axis for all squeezes the short runs
+#: into its first tenth or less: each run is then drawn on a time axis of its own (:func:`own_time_axes`).
+SQUEEZED = 10.0
+
+
+def own_time_axes(spans) -> bool:
+    """Whether runs lasting ``spans`` seconds are drawn each on its own time axis, 0 to 100% of the run,
+    rather than all on one axis of seconds: when the longest lasts more than :data:`SQUEEZED` times the
+    shortest.
+
+    >>> own_time_axes([1.5, 2.0, 9.0]), own_time_axes([1.5, 60.0]), own_time_axes([60.0])
+    (False, True, False)
+    """
+    spans = [s for s in spans if s is not None and s > 0]
+    return len(spans) > 1 and max(spans) > SQUEEZED * min(spans)
 
 
 def count_label(value: float, _position=None) -> str:

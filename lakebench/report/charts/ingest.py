@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from lakebench import figures
 from lakebench.report import fmt
-from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, bar_style, outside_legend,
-                                                 system_handle, system_style, tip)
+from lakebench.report.charts.chart_style import (DASH_KEY, FIG_WIDTH, HATCH_KEY, bar_style, layer, outside_legend,
+                                                 staggered, system_handle, system_style, tip)
 from lakebench.report.charts.common import LOADING_PHASES, count_label, log_scale
 from lakebench.report.charts.registry import chart, new_figure
 from lakebench.report.data import ReportData, number, std_of
@@ -32,16 +32,16 @@ def latency(data: ReportData):
         st = system_style(data, e)
         for r in runs:
             ax.scatter(np.arange(len(r)), np.asarray(r) * 1000, s=5, color=st["color"], alpha=0.25,
-                       linewidths=0, rasterized=True, zorder=1)
+                       linewidths=0, rasterized=True, zorder=layer(e, 1))
         centres, med, p95 = moving_stats(runs, window)
         growth = number(get_path(e, "growth.ratio"))
         typical = data.median_growth(e)
         notes = ([f"{fmt.ratio(growth)} mean"] if growth is not None else []) + (
             [f"{fmt.ratio(typical[2])} median"] if typical else [])
         note = f": {' / '.join(notes)}" if notes else ""
-        line, = ax.plot(centres, med * 1000, color=st["color"], ls=st["ls"], lw=2.2, zorder=3)
+        line, = ax.plot(centres, med * 1000, color=st["color"], ls=st["ls"], lw=2.2, zorder=layer(e, 3))
         tip(line, f"{data.label(e)}: moving median, {fmt.millis(stats.median(med.tolist()) * 1000)} typical{note}")
-        faint, = ax.plot(centres, p95 * 1000, color=st["color"], ls=st["ls"], lw=1, alpha=0.6, zorder=3)
+        faint, = ax.plot(centres, p95 * 1000, color=st["color"], ls=st["ls"], lw=1, alpha=0.6, zorder=layer(e, 3))
         tip(faint, f"{data.label(e)}: moving 95th percentile")
         handles.append(system_handle(data, e, marker=None, label=f"{data.label(e)}{note}"))
     log_scale(ax, "y")
@@ -85,7 +85,7 @@ def disk(data: ReportData):
                      and number(s.get("disk_bytes")) is not None and s.get("children") is not None]
             line, = ax.plot([s["children"] for s in loading], [s["disk_bytes"] / 1e6 for s in loading],
                             color=st["color"], ls=st["ls"], alpha=alpha, lw=1.8, marker=st["marker"], ms=5,
-                            markevery=max(1, len(loading) // 12))
+                            markevery=staggered(data, e, len(loading)), zorder=st["zorder"])
             tip(line, f"{data.label(e)}: disk during the ingest")
             if after:
                 last = after[-1]
@@ -125,7 +125,13 @@ def parent(data: ReportData):
     entries = [e for e in data.ok if number(get_path(e, "parent.seconds")) is not None]
     if not entries:
         return None
-    # Horizontal bars, one row per system: the names stay readable at any width.
+    values = [e["parent"]["seconds"] for e in entries]
+    # A bar says "this much" by its length, which a log axis does not keep: 1.74 ms and 2.33 s, 1,339x
+    # apart, were bars 20x apart.  So bars on a linear axis from zero while the values are within 50x of
+    # each other; past that a linear axis leaves the fast systems no bar to see, and each system is a
+    # dot on a log axis instead, its value written above it.
+    logarithmic = max(values) > 50 * min(values)
+    # One row per system: the names stay readable at any width.
     fig = new_figure(FIG_WIDTH, 1.4 + 0.95 * len(entries))
     ax = fig.add_subplot()
     ref = data.reference
@@ -135,47 +141,63 @@ def parent(data: ReportData):
     for y, e in zip(ys, entries):
         value = e["parent"]["seconds"] * 1000
         std = std_of(e, "parent.seconds")
-        bars = ax.barh(y - 0.1, value, height=0.45, alpha=0.85, zorder=2,
-                       xerr=None if std is None else std * 1000, capsize=4, **bar_style(data, e))
         pct = f", {fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
-        tip(bars.patches[0],
-            f"{data.label(e)}: {figures.PARENT_STEADY.name} {fmt.seconds(e['parent']['seconds'])}{pct}")
+        described = f"{data.label(e)}: {figures.PARENT_STEADY.name} {fmt.seconds(e['parent']['seconds'])}{pct}"
+        if logarithmic:
+            st = system_style(data, e)
+            if std is not None:
+                ax.errorbar([value], [y - 0.1], xerr=[std * 1000], fmt="none", ecolor=st["color"], capsize=4,
+                            zorder=2)
+            dot, = ax.plot([value], [y - 0.1], ls="none", marker=st["marker"], ms=13, color=st["color"],
+                           mec="black", alpha=0.85, zorder=2.5)  # under the retrievals' small marks
+            tip(dot, described)
+        else:
+            bars = ax.barh(y - 0.1, value, height=0.45, alpha=0.85, zorder=2,
+                           xerr=None if std is None else std * 1000, capsize=4, **bar_style(data, e))
+            tip(bars.patches[0], described)
         # Each run's first retrieval (right after the writes) apart from the steady ones that follow.
         runs = [get_path(run, "parent.all_seconds") or [] for run in e.get("runs") or []]
         firsts = [r[0] * 1000 for r in runs if r]
         dots = [t * 1000 for r in runs for t in r[1:]]
-        for values, marker, what in ((dots, "o", "steady"), (firsts, "^", "first")):
+        for marks_at, marker, what in ((dots, "o", "steady"), (firsts, "^", "first")):
             named = "retrievals after the first" if what == "steady" else figures.PARENT_FIRST.name
-            if not values:
+            if not marks_at:
                 continue
-            offsets = [(i / max(1, len(values) - 1) - 0.5) * 0.35 for i in range(len(values))]
-            marks, = ax.plot(values, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker=marker,
+            offsets = [(i / max(1, len(marks_at) - 1) - 0.5) * 0.35 for i in range(len(marks_at))]
+            marks, = ax.plot(marks_at, [y - 0.1 + o * 0.6 for o in offsets], ls="none", marker=marker,
                              ms=3.5 if marker == "o" else 6, color="black", mfc="black" if marker == "o" else "white",
                              alpha=0.7, zorder=3, label=named)
             keys.setdefault(what, marks)
-            tip(marks, f"{data.label(e)}: {named} {', '.join(fmt.millis(v) for v in values[:6])}")
-        # The value above its bar, from the axis: clear of the dots, inside the figure.
+            tip(marks, f"{data.label(e)}: {named} {', '.join(fmt.millis(v) for v in marks_at[:6])}")
+        # The value above its row, from the axis: clear of the marks, inside the figure.
         ax.text(0.01, y + 0.17, f"{fmt.seconds(e['parent']['seconds'])}{pct}", transform=ax.get_yaxis_transform(),
                 ha="left", va="bottom")
     ax.set_yticks([y - 0.1 for y in ys], [
         f"{data.label(e)}\n{fmt.count(get_path(e, 'parent.containment_triples'))} contained" for e in entries])
-    values = [e["parent"]["seconds"] for e in entries]
-    if max(values) > 50 * min(values):  # a linear axis would hide the fast systems' bars
+    if logarithmic:
         log_scale(ax, "x")
         ax.set_xlabel(f"{figures.PARENT_STEADY.name} (ms, log scale)")
     else:
         ax.set_xlabel(f"{figures.PARENT_STEADY.name} (ms)")
         ax.set_xlim(left=0)
     ax.set_ylim(-0.6, len(entries) - 0.4)
-    ax.grid(True, axis="x", alpha=0.3)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
     outside_legend(fig, [keys[k] for k in ("first", "steady") if k in keys])
     n = data.retrievals
     spread = ", error bar: standard deviation over the runs" if data.repeat > 1 else ""
+    if logarithmic:
+        shown = (f"each system's large marker (one colour and shape per system) is {figures.PARENT_STEADY.name}, "
+                 f"{figures.steady_means(n)}, on a log scale, as the values span "
+                 f"{max(values) / min(values):,.0f}x (marks, not bars: a bar's length on a log scale says "
+                 f"nothing){spread}")
+        key = ""
+    else:
+        shown = f"the bar is {figures.PARENT_STEADY.name}, {figures.steady_means(n)}{spread}"
+        key = HATCH_KEY
     caption = (
-        f"Time to retrieve the parent with all its containment triples: the bar is "
-        f"{figures.PARENT_STEADY.name}, {figures.steady_means(n)}{spread}; each dot is one of those "
-        f"retrievals, each open triangle {figures.PARENT_FIRST.name}, {figures.first_means(n)}. {HATCH_KEY}"
-    )
+        f"Time to retrieve the parent with all its containment triples: {shown}; each small dot is one of "
+        f"those retrievals, each open triangle {figures.PARENT_FIRST.name}, {figures.first_means(n)}. {key}"
+    ).rstrip()
     return fig, caption
 
 
@@ -236,10 +258,10 @@ def cliff(data: ReportData):
         # largest case reached holds the smaller ones' curves too.
         longest = max((e for e in entries if data.latency_runs(e)), key=lambda e: e["children"])
         xs, med, p95 = log_moving_stats(data.latency_runs(longest))
-        line, = put_ax.plot(xs, med * 1000, color=color, ls=ls, lw=2.2, zorder=3)
+        line, = put_ax.plot(xs, med * 1000, color=color, ls=ls, lw=2.2, zorder=layer(longest, 3))
         tip(line, f"{name}: moving median, {fmt.millis(med[0] * 1000)} at first, "
                   f"{fmt.millis(med[-1] * 1000)} at {fmt.count(int(xs[-1]))}")
-        line, = put_ax.plot(xs, p95 * 1000, color=color, ls=ls, lw=1, alpha=0.6, zorder=3)
+        line, = put_ax.plot(xs, p95 * 1000, color=color, ls=ls, lw=1, alpha=0.6, zorder=layer(longest, 3))
         tip(line, f"{name}: moving 95th percentile")
         # The line: that same run's checkpoints and end; the other cases' ends as dots
         # (their checkpoints repeat the line's).

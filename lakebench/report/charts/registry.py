@@ -11,6 +11,8 @@ display, no global state.
 """
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -60,12 +62,54 @@ def style():
     return matplotlib.rc_context(RC)
 
 
-def save(fig, path: Path, image_format: str) -> None:
-    """Write ``fig``; an SVG gets the hover titles of its marks (:func:`~.chart_style.tip`)."""
+def save(fig, path: Path, image_format: str, label: str | None = None) -> None:
+    """Write ``fig``; an SVG gets the hover titles of its marks (:func:`~.chart_style.tip`) and is made
+    ready to be inlined in a page (:func:`embeddable`), its ids prefixed with the file's stem and
+    ``label`` (the chart's title) what a screen reader says of it."""
     metadata = {"Date": None} if image_format == "svg" else {"Software": None}
     fig.savefig(path, format=image_format, dpi=120, metadata=metadata)
-    if image_format == "svg" and tips_of(fig):
-        path.write_text(add_titles(path.read_text(encoding="utf-8"), tips_of(fig)), encoding="utf-8")
+    if image_format == "svg":
+        svg = add_titles(path.read_text(encoding="utf-8"), tips_of(fig))
+        path.write_text(embeddable(svg, path.stem, label), encoding="utf-8")
+
+
+#: What an SVG written by matplotlib holds that a page it is inlined in must not: the XML prolog and
+#: DOCTYPE (markup errors inside HTML), comments (matplotlib writes each text of the chart in one, and a
+#: results file's text has no business in the page's markup, escaped or not) and the metadata block.
+_NOT_INLINED = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*|<!--.*?-->\s*|<metadata>.*?</metadata>\s*",
+                          re.DOTALL)
+
+
+def embeddable(svg: str, prefix: str, label: str | None = None) -> str:
+    """``svg`` as the report inlines it in an HTML page (so that its hover titles show, which they
+    never do through ``<img>``): no prolog, DOCTYPE, comments nor metadata, every id and every
+    reference to one (``href="#id"``, ``url(#id)``) prefixed with ``prefix-``, so that two charts of
+    one page never share an id (matplotlib numbers ``axes_1``, ``lbtip1``... from 1 in each); the root
+    ``<svg>`` gets the id ``prefix-svg`` (and, with a ``label``, ``role="img"`` and that label, escaped),
+    and matplotlib's style sheet, which says ``*{...}`` and would apply to the whole page, is kept to
+    that element.  Still a valid SVG file on its own.
+
+    >>> print(embeddable('<?xml version="1.0"?>\\n<!DOCTYPE svg>\\n<svg width="1pt"><!-- a<b -->'
+    ...                  '<style type="text/css">*{stroke-linecap: butt}</style><clipPath id="p1"/>'
+    ...                  '<g id="lbtip1" clip-path="url(#p1)"><use xlink:href="#p1"/></g></svg>', "c"))
+    <svg id="c-svg" width="1pt"><style type="text/css">#c-svg *{stroke-linecap: butt}</style><clipPath id="c-p1"/><g id="c-lbtip1" clip-path="url(#c-p1)"><use xlink:href="#c-p1"/></g></svg>
+    """
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", prefix):  # it lands in attributes and a selector
+        raise ValueError(f"not a usable id prefix: {prefix!r}")
+    svg = _NOT_INLINED.sub("", svg).strip()
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+
+    def prefixed(match: re.Match) -> str:
+        before, name, after = match.groups()
+        return f"{before}{prefix}-{name}{after}" if name in ids else match.group(0)
+
+    svg = re.sub(r'(\bid=")([^"]+)(")', prefixed, svg)
+    svg = re.sub(r'(\bhref="#)([^"]+)(")', prefixed, svg)
+    svg = re.sub(r"(\burl\(#)([^)]+)(\))", prefixed, svg)
+    root = f"{prefix}-svg"
+    named = f' role="img" aria-label="{html.escape(label)}"' if label else ""
+    svg = re.sub(r"<svg\b", f'<svg id="{root}"{named}', svg, count=1)
+    return re.sub(r"(<style[^>]*>)\s*\*\s*\{", rf"\1#{root} *{{", svg)
 
 
 def render(data: ReportData, out: Path, image_format: str, charts: list[Chart]) -> list[tuple[Chart, Path, str]]:
@@ -85,6 +129,6 @@ def render(data: ReportData, out: Path, image_format: str, charts: list[Chart]) 
                 continue
             fig, caption = drawn
             path = out / f"{c.name}.{image_format}"
-            save(fig, path, image_format)
+            save(fig, path, image_format, c.title)
             made.append((c, path, caption))
     return made

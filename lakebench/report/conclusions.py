@@ -152,7 +152,15 @@ def _budget(data: ReportData) -> list[str]:
 
 
 def _growth(data: ReportData) -> list[str]:
-    """One line per system: growth of the time per child, mean and median."""
+    """One line per system: growth of the time per child, judged by the results' growth figure.
+
+    That figure is the mean's (:data:`lakebench.figures.GROWTH`, ``growth.ratio``: the mean time per
+    child of the last 10% over that of the first 10%), so every word of the judgment (flat, grew,
+    fell, costs more as children accumulate) is the mean's.  The medians of the same tenths
+    (:func:`lakebench.results.stats.median_growth`) are given beside it and only say, when the mean
+    grew, whether the typical child grew with it: a line never says the time stayed flat, or fell,
+    and then that each child costs more.
+    """
     lines = []
     for e in _compared(data):
         r = _value(e, "growth.ratio")
@@ -172,10 +180,9 @@ def _growth(data: ReportData) -> list[str]:
         if typical:
             a, b, m = typical
             text += f"; median {fmt.ratio(m)}, {fmt.millis(a)} → {fmt.millis(b)})"
-            if r > 1 + FLAT and m <= 1 + FLAT:
-                text += ": the mean grew through a few long pauses, the typical child did not"
-            elif m > 1 + FLAT:
-                text += ": each child costs more as children accumulate"
+            if r > 1 + FLAT:  # the mean grew: did the typical child?
+                text += (": each child costs more as children accumulate" if m > 1 + FLAT
+                         else ": the mean grew through a few long pauses, the typical child did not")
         else:
             text += ")"
         lines.append(text + ".")

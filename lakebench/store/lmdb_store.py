@@ -67,7 +67,7 @@ _MAX_GROWTHS = 24
 #: memory until the commit.  Since ids are filed late, a batch of 1,024 of
 #: those children writes about 9,400 pages, nearly all of them new data, and
 #: t2i's sweep about 2,300 more on average at 100,000 children
-#: (docs/performance.rst, "Durable writes at scale").
+#: (docs/store-history.rst, "Durable writes at scale").
 DEFAULT_BATCH_WRITES = 1024
 DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random

@@ -2,11 +2,12 @@
 
 Run: ``pytest tests/benchmarks/test_workload_bench.py -m benchmark --benchmark-enable``.
 
-``test_child`` is the figure of issue 15 and docs/performance.rst: one child
-built as the runner needs it (``DataSet.child`` plus its N-Triples and
-Turtle), a fresh index each round since both serializations are cached per
-child.  The others split it: drawing the literals (C), and laying out one
-serialization around literals already drawn (Python).
+``test_child`` is the figure of issue 15 and of docs/store-history.rst ("The
+harness's own cost"): one child built as the runner needs it
+(``DataSet.child`` plus its N-Triples and Turtle), a fresh index each round
+since both serializations are cached per child.  The others split it:
+drawing the literals (C), and laying out one serialization around literals
+already drawn (Python).
 """
 from __future__ import annotations
 

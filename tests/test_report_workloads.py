@@ -265,6 +265,18 @@ def test_differences_and_skips_are_said_plainly(site, workload_dirs):
     assert "     - **9** (of 10)\n     - **1**\n" in binaries  # lmdb's 1 MiB: one read back differed
 
 
+def test_a_site_removes_only_the_pages_it_listed(workload_dirs, tmp_path, no_charts):
+    """Building a site again drops its pages of workloads no longer given, and nothing else:
+    a one-directory report written beside them (make docs writes docs/performance/NAME) stays."""
+    out = tmp_path / "site"
+    report.build_site([workload_dirs["flat"], workload_dirs["deep"]], out, image_format="png")
+    report.build_report(workload_dirs["mixed"], out / "kept", image_format="png")
+    assert (out / "deep" / "index.rst").is_file() and (out / "kept" / "index.rst").is_file()
+    report.build_site([workload_dirs["flat"]], out, image_format="png")
+    assert not (out / "deep").exists()  # listed by the last index, no longer given
+    assert (out / "kept" / "index.rst").is_file()
+
+
 def test_comparison_of_a_run_with_itself(workload_dirs, tmp_path, no_charts):
     for name in ("flat", "binaries", "deep"):
         out = tmp_path / name

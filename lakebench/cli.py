@@ -193,8 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how HTTP systems are driven: lakebench's own client, one child at a time, "
                      "or Locust as a library, which also reads the parent in its three Prefer variants "
                      "(default: client, or locust for a workload that runs with Locust only)")
-    run.add_argument("--users", type=USERS, default=1,
-                     help=f"concurrent Locust users with --driver locust, {USERS.range} (default: 1)")
+    run.add_argument("--users", type=BoundedList(USERS), default=[1], metavar="N[,N...]",
+                     help=f"concurrent Locust users with --driver locust, {USERS.range}; comma-separated values "
+                     "sweep the load, one case each (e.g. 1,2,4,8,16,32): each case records its throughput, "
+                     "latency p50/p95/p99/max, errors by kind and the CPU of the system and of the load "
+                     "generator, and the table names each system's highest throughput and its knee, the users "
+                     "after which doubling them adds less than 10%% (default: 1)")
     _add_workload_options(run)
     run.add_argument("--keep-data", action="store_true",
                      help="keep each system's data directory under OUT/data")
@@ -265,9 +269,15 @@ def cmd_run(args) -> int:
             raise UsageError(f"lakebench run: error: --driver locust drives HTTP systems only, not "
                              f"{', '.join(in_process)}")
     params = _chosen_workload_parameters(args)
-    if args.users != 1 and args.driver != "locust":  # lakebench's own client is one user
-        raise UsageError(f"lakebench run: error: --users {args.users} needs the Locust driver "
-                         "(--driver locust, or a Locust workload such as mixed)")
+    if args.users != [1] and args.driver != "locust":  # lakebench's own client is one user
+        users = ",".join(map(str, args.users))
+        with_locust = [name for name in workloads.WORKLOADS if "locust" in workloads.load(name).drivers]
+        if "locust" in workload_class.drivers:
+            raise UsageError(f"lakebench run: error: --users {users} needs the Locust driver (--driver locust); "
+                             "lakebench's own client is one user")
+        raise UsageError(f"lakebench run: error: --users {users} needs the Locust driver, and the "
+                         f"{args.workload} workload runs with lakebench's own client only (one user); the "
+                         f"workloads Locust runs: {', '.join(with_locust)}")
     try:
         system_options = systems.parse_options(args.systems, args.system_option)
     except ValueError as exc:
@@ -319,7 +329,8 @@ def cmd_run(args) -> int:
           f"{lengths}-character literals, seed {args.seed}.  Reference: {document['reference']} "
           "(relative columns, per case)."
           + (f"  Budget: {duration_text(args.budget)} of ingest per system and case."
-             if args.budget is not None else ""))
+             if args.budget is not None else "")
+          + (f"  Locust users: {_shown(args.users)}." if args.driver == "locust" else ""))
     print(table.text(document, wide=args.wide))
     print(f"\nResults: {out / 'results.json'}  (per-operation latencies: {out / 'latencies.csv'})")
     for line in table.generation_lines(document):  # the harness's own share, when it is large
@@ -343,6 +354,10 @@ def _chosen_workload_parameters(args) -> dict:
         if key not in workload_class.PARAMETERS:
             raise UsageError(f"lakebench run: error: {param.option(key)} applies to the "
                              f"{', '.join(names)} workload(s), not to {args.workload}")
+        param = workload_class.PARAMETERS[key]
+        if param.drivers and args.driver not in param.drivers:
+            raise UsageError(f"lakebench run: error: {param.option(key)} applies with --driver "
+                             f"{' or '.join(param.drivers)}, not {args.driver}")
         chosen[key] = value
     try:  # options that are each in range but not together (deep: depth x fan-out)
         workload_class.check({**{key: p.default for key, p in workload_class.PARAMETERS.items()}, **chosen})

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from lakebench.monitor import directory_bytes, tree_rss_bytes
+from lakebench.monitor import directory_bytes, tree_cpu_seconds, tree_rss_bytes
 from lakebench.pagecache import drop_page_cache
 from lakebench.prefetch import ChildFeed
 from lakebench.runspec import RunSpec
@@ -116,8 +116,10 @@ class ClientDriver:
         return _progress_bar(total, f"{self.spec.system} {label}", self.spec.progress, unit)
 
     # -- the seed's operations -------------------------------------------
-    def ingest(self, system, dataset: DataSet) -> None:
+    def ingest(self, system, dataset: DataSet, parents: str = "shared") -> None:
         """Create every child of ``dataset``, each ``create_child`` timed alone as ``"create"``.
+
+        One client is one user, so its parent is the one ``parents`` can only be (``shared``).
 
         The children come from a producer process when the runner started one
         (``feed_fd``, see :mod:`lakebench.prefetch`), else they are built here,
@@ -126,6 +128,8 @@ class ClientDriver:
         the ingest; with ``spec.budget_seconds`` it stops once the ingest
         time, the sum of the timed calls, reaches the budget.
         """
+        if parents != "shared":
+            raise ValueError(f"--parents {parents} needs Locust's users (--driver locust); one client has one parent")
         outcome, spec, events = self.outcome, self.spec, self.events
         latencies = outcome.times.setdefault("create", [])
         ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
@@ -234,6 +238,7 @@ class LocustDriver:
         self.events = events
         self.outcome = Outcome()
         self._retrievals: dict | None = None
+        self._parent_urls: list[str] = []  # where the users PUT: the shared parent, or one per user
 
     @property
     def budget_seconds(self) -> float | None:
@@ -244,7 +249,10 @@ class LocustDriver:
     def phase(self, name: str) -> None:
         self.events.send("phase", phase=name)
 
-    def ingest(self, system, dataset: DataSet) -> None:
+    def ingest(self, system, dataset: DataSet, parents: str = "shared") -> None:
+        """The users PUT the children: into the one parent (``shared``), or each into a parent of its
+        own (``per-user``); the ingest's ``load`` record says which, and what the system and the
+        generator (this process) spent meanwhile."""
         from lakebench.locust.driver import ingest_with_locust
         from lakebench.locust.record import load_record
 
@@ -259,8 +267,10 @@ class LocustDriver:
             if bar is not None:
                 bar.update(done - bar.n)
 
+        window = _CpuWindow(system.pid())
         out = ingest_with_locust(system.base_url, dataset, users=users,
-                                 budget_seconds=self.spec.budget_seconds, on_progress=progress)
+                                 budget_seconds=self.spec.budget_seconds, on_progress=progress, parents=parents)
+        cpu = window.close()
         # The ingest's wall time: from the first PUT's start to the last one's end, by Locust's
         # clock (the call also reads the parent's three Prefer variants after the PUTs).
         wall = out.get("ingest_seconds") or 0.0
@@ -278,9 +288,10 @@ class LocustDriver:
         self.outcome.generation = {"generation": "users",
                                    "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}
         # Its throughput: over the same wall time, the records' span.
-        self.outcome.details["load"] = load_record(records, users)
+        self.outcome.details["load"] = load_record(records, users, cpu=cpu, parents=parents)
         self.events.send("progress", children=len(records) - len(failed))
         self._retrievals = out["retrievals"]
+        self._parent_urls = list(out.get("parent_urls") or [])
 
     def read_parent(self, system) -> None:
         """Retrieve the parent ``retrievals`` times through a Locust client, filed as ``"get parent"``
@@ -296,12 +307,18 @@ class LocustDriver:
             if cold:
                 cold = drop_page_cache()  # once refused, the rest are warm too
 
-        got = read_parent_with_locust(system.base_url, system.parent_url, self.spec.retrievals,
-                                      before_each)
+        # With per-user parents the first user's is the one timed; the others are read once each,
+        # outside every figure, so that what is held can be counted.
+        parent_url, *others = self._parent_urls or [system.parent_url]
+        got = read_parent_with_locust(system.base_url, parent_url, self.spec.retrievals, before_each)
         last = got[-1]
-        self.outcome.retrieval = Retrieval(body=last["body"], parent_uri=system.parent_url,
+        self.outcome.retrieval = Retrieval(body=last["body"], parent_uri=parent_url,
                                            content_type=last.get("content_type") or "text/turtle")
         self.outcome.times.setdefault("get parent", []).extend(g["seconds"] for g in got)
+        for url in others:
+            (other,) = read_parent_with_locust(system.base_url, url, 1)
+            self.outcome.other_parents.append(Retrieval(body=other["body"], parent_uri=url,
+                                                        content_type=other.get("content_type") or "text/turtle"))
         self.outcome.cache = "cold" if cold else "warm"
         if self._retrievals:
             self.outcome.variants = {name: round(r["seconds"], 6) for name, r in self._retrievals.items()}
@@ -312,16 +329,43 @@ class LocustDriver:
         the children the ingest created; their times and refusals go to the outcome.  Returns the
         users' shared state (created children, patched values, wall seconds)."""
         from lakebench.locust.mixed import run_mixed
+        from lakebench.locust.record import load_record
 
         self.phase("mixed")
+        window = _CpuWindow(system.pid())
         state = run_mixed(system.base_url, dataset, weights, existing=self.outcome.created(),
                           users=self.spec.users, duration=duration, operations=operations)
+        # The mixed tasks are the load test (the ingest before them only fills the parent): its record
+        # replaces the ingest's.
+        self.outcome.details["load"] = load_record(sorted(state.records, key=lambda r: r["end"]), self.spec.users,
+                                                   cpu=window.close())
         for kind, seconds in state.times.items():
             self.outcome.times.setdefault(kind, []).extend(seconds)
         for kind, count in state.errors.items():
             self.outcome.errors[kind] = self.outcome.errors.get(kind, 0) + count
         self.outcome.first_error = self.outcome.first_error or state.first_error
         return state
+
+
+class _CpuWindow:
+    """CPU seconds spent by the system (its process tree) and by the load generator (this process, where
+    Locust's local runner and its users run) from now to :meth:`close`, with the wall time between."""
+
+    def __init__(self, system_pid: int | None):
+        self.system_pid = system_pid
+        self.system_start = tree_cpu_seconds(system_pid)
+        self.generator_start = time.process_time()
+        self.wall_start = time.perf_counter()
+
+    def close(self) -> dict:
+        """The window as the ``load`` record holds it (:func:`lakebench.locust.record.cpu_record`)."""
+        from lakebench.locust.record import cpu_record
+
+        wall = time.perf_counter() - self.wall_start
+        generator = time.process_time() - self.generator_start
+        system_end = tree_cpu_seconds(self.system_pid)
+        system = None if self.system_start is None or system_end is None else system_end - self.system_start
+        return cpu_record(system, generator, wall, generator_processes=1)
 
 
 DRIVERS = {"client": ClientDriver, "locust": LocustDriver}

@@ -191,8 +191,21 @@ PARENT_FIRST = Term("GET parent first", "parent.first_seconds",
 PARENT_STEADY = Term("GET parent steady", "parent.seconds",
                      "the median of the N - 1 retrievals that follow the first (the first itself when N = 1)")
 THROUGHPUT = Term("throughput", "load.throughput_per_s",
-                  "a load test's operations completed (answered or refused) over the ingest's wall time, all "
-                  "users together")
+                  "a load test's operations completed (answered or refused) over its wall time, from the first "
+                  "one's start to the last one's end, all users together (flat: the ingest; mixed: its tasks)")
+LATENCY_P95 = Term("latency p95", "load.latency_ms.p95",
+                   "the 95th percentile of the response times of a load test's answered requests, every kind "
+                   "together (flat: its PUTs, the time per child (p95))")
+#: A Locust process whose CPU time reaches this share of its wall time is saturated: it cannot send more.
+GENERATOR_SATURATION = 0.9
+GENERATOR_CPU = Term("generator CPU", "load.generator_cpu_share",
+                     "the load generator's CPU time (its Locust processes') over the load test's wall time, per "
+                     f"process: 100% is one core each; from {GENERATOR_SATURATION:.0%} the generator, not the "
+                     "system, sets the throughput")
+KNEE = Term("knee", "load.users",
+            "in a users sweep, the smallest user count after which doubling the users adds less than 10% "
+            "throughput (between counts that are not a doubling apart, the gain per doubling); none while "
+            "every step still adds that much")
 ONE_OVER_MEAN = Term("1/mean", "operations.KIND.per_second",
                      "one over the mean time, the operations per second one client doing them back to back "
                      "would sustain; not a throughput")
@@ -203,7 +216,8 @@ TRIPLES = Term("triples", "triples_total", "the triples the system holds at the 
 
 #: Every figure shown in more than one place, in the order docs/results.rst lists them.
 VOCABULARY = (RUNNING_TIME, TIME_PER_CHILD, TIME_PER_CHILD_MEDIAN, TIME_PER_CHILD_P95, GROWTH, RETRIEVALS,
-              PARENT_FIRST, PARENT_STEADY, CONTAINS, THROUGHPUT, ONE_OVER_MEAN, PEAK_RSS, DATABASE_SIZE, TRIPLES)
+              PARENT_FIRST, PARENT_STEADY, CONTAINS, THROUGHPUT, LATENCY_P95, GENERATOR_CPU, KNEE, ONE_OVER_MEAN,
+              PEAK_RSS, DATABASE_SIZE, TRIPLES)
 
 
 def time_per(kind: str | None, statistic: str = "mean") -> str:

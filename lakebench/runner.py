@@ -48,7 +48,7 @@ from typing import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lakebench import drivers, environment, figures, prefetch, results, systems, workloads
+from lakebench import drivers, environment, figures, prefetch, results, systems, table, workloads
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
 from lakebench.runspec import DEFAULT_RETRIEVALS, RunSpec
 from lakebench.systems.base import HttpSystem
@@ -74,7 +74,7 @@ class RunConfig:
     progress: bool = True
     cold: bool = False  # drop the OS page cache before each parent retrieval
     driver: str = "client"  # or "locust", for HTTP systems
-    users: int = 1  # concurrent Locust users (driver "locust")
+    users: int | Sequence[int] = 1  # concurrent Locust users (driver "locust"); several: a sweep, one case each
     options: dict = field(default_factory=dict)
     prefetch: bool = True  # children from a producer process where a core is free (lakebench.prefetch)
     command: str = ""  # the command line, recorded in results
@@ -90,7 +90,8 @@ class RunConfig:
     workload_params: dict = field(default_factory=dict)
 
     def cases(self) -> list[Case]:
-        """One case per combination of the swept children counts, literal lengths and workload parameters."""
+        """One case per combination of the swept children counts, literal lengths, workload parameters
+        and Locust user counts (the users last, so that a users sweep runs in ascending order)."""
         workload_class = workloads.load(self.workload)
         # A sweepable option given one value is a plain setting: no variant, so the run compares
         # with one that left the option at that value.
@@ -101,13 +102,19 @@ class RunConfig:
         variants: list[tuple] = [()]
         for name in sorted(swept):
             variants = [(*v, (name, value)) for v in variants for value in swept[name]]
+        users = _as_list(self.users)
+        # A users sweep names each case by its users, after the workload's swept parameters; one
+        # user count is a plain setting, as a sweepable option given one value is.
+        users_swept = len(users) > 1
         return [
             Case(DataSet(children=n, triples=self.triples, literal_length=length, seed=self.seed,
                           parent=self.parent), tuple(sorted(fixed + variant)),
-                 ",".join(f"{k}={v}" for k, v in variant))
+                 ",".join(f"{k}={v}" for k, v in (*variant, *([("users", u)] if users_swept else []))),
+                 users=u)
             for n in _as_list(self.children)
             for length in _as_list(self.literal_length)
             for variant in variants
+            for u in users
         ]
 
 
@@ -117,7 +124,10 @@ class Case:
 
     dataset: DataSet
     params: tuple = ()  # (name, value) pairs, sorted
-    variant: str = ""  # the swept parameters' values, "binary_size=1024"; "" when none is swept
+    #: The swept parameters' values and, in a users sweep, the users: "binary_size=1024", "users=8";
+    #: "" when nothing is swept.
+    variant: str = ""
+    users: int = 1  # concurrent Locust users
 
     @property
     def children(self) -> int:
@@ -311,7 +321,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         progress=config.progress,
         cold=config.cold,
         driver=config.driver,
-        users=config.users,
+        users=c.users,
         options=dict(config.options or {}),
         budget_seconds=config.budget_seconds,
         # Locust's users take no checkpoints (a read among concurrent PUTs would time the PUTs too).
@@ -472,11 +482,13 @@ def _summary_line(record: dict, primary: str) -> str:
         # building the children and the checkpoints.
         timed = ("s of wall time, users overlapping" if record.get("users", 1) > 1
                  else f"s in timed calls ({record['ingest_wall_seconds']:.1f} s wall)")
-        return (f"   {stopped}{record['ingest_seconds']:.1f} {timed}, "
+        line = (f"   {stopped}{record['ingest_seconds']:.1f} {timed}, "
                 f"{figures.TIME_PER_CHILD.name} {figures.millis(record['per_resource_ms']['mean'])}, {parent}{refused}")
-    main = operations.get(primary) or {}
-    return (f"   {main.get('count', 0):,} {primary} in {main.get('seconds', 0):.1f} s of timed calls, "
-            f"{figures.time_per(primary)} {figures.millis(record['per_resource_ms']['mean'])}, {parent}{refused}")
+    else:
+        main = operations.get(primary) or {}
+        line = (f"   {main.get('count', 0):,} {primary} in {main.get('seconds', 0):.1f} s of timed calls, "
+                f"{figures.time_per(primary)} {figures.millis(record['per_resource_ms']['mean'])}, {parent}{refused}")
+    return "\n".join([line, *table.load_lines(record, "   ")])
 
 
 def run(config: RunConfig, log=print) -> dict:
@@ -536,13 +548,17 @@ def run(config: RunConfig, log=print) -> dict:
     workload = cases[0].dataset.describe()
     workload["name"] = config.workload
     workload_class = workloads.load(config.workload)
+    # The parameters every case shares; a swept one is each case's (its variant).
+    swept = {name for name in workload_class.PARAMETERS if len({dict(c.params).get(name) for c in cases}) > 1}
     workload["params"] = {name: value for name, value in workload_class(cases[0].dataset, dict(cases[0].params)).params.items()
-                          if not workload_class.PARAMETERS[name].sweep or len(cases) == 1}
+                          if name not in swept}
     if len(cases) > 1:
         workload["sweep"] = {"children": sorted({c.children for c in cases}),
                              "literal_length": sorted({c.literal_length for c in cases})}
         if any(c.variant for c in cases):
             workload["sweep"]["variant"] = list(dict.fromkeys(c.variant for c in cases))
+        if len({c.users for c in cases}) > 1:
+            workload["sweep"]["users"] = sorted({c.users for c in cases})
     document = {
         "schema": results.SCHEMA_VERSION,
         "started": started.isoformat(timespec="seconds"),

@@ -20,6 +20,8 @@ from typing import Callable
 from lakebench import figures
 from lakebench.figures import time_per
 from lakebench.results import case_children, case_label, retrievals
+from lakebench.results.scaling import label as sweep_label
+from lakebench.results.scaling import other_variant, users_sweeps, users_text
 
 DEFAULT_WIDTH = 100
 GAP = "  "
@@ -55,13 +57,7 @@ def flat_columns(document: dict) -> list[Column]:
         value, basis = figures.bytes_per_triple(e, per_child)
         return "–" if value is None else f"{value:.0f}" + ("*" if basis == "sent" else "")
 
-    load = [] if not any(e.get("load") for e in document["systems"]) else [
-        # A Locust ingest is a load test: its rate and its refusals come first.
-        Column("users", lambda e: figures.count((e.get("load") or {}).get("users")), 1),
-        Column(figures.THROUGHPUT.name, lambda e: figures.rate((e.get("load") or {}).get("throughput_per_s")), 1),
-        Column("failures", lambda e: figures.count((e.get("load") or {}).get("failures")), 1),
-    ]
-    return load + [
+    return load_columns(document) + [
         Column(figures.TIME_PER_CHILD.name, lambda e: figures.millis(e["per_resource_ms"]["mean"],
                                                                      _std(e, "per_resource_ms.mean")), 0),
         Column(f"time/{ref}", _vs("per_resource_ms.mean"), 1),
@@ -79,6 +75,85 @@ def flat_columns(document: dict) -> list[Column]:
         Column(figures.CONTAINS.name, lambda e: figures.count(e["parent"]["containment_triples"]), 6),
         Column(figures.TRIPLES.name, lambda e: figures.count(e.get("triples_total")), 6),
     ]
+
+
+def load_columns(document: dict) -> list[Column]:
+    """A Locust run is a load test: its users, throughput and refusals come first, then its latency and
+    how busy the load generator was."""
+    if not any(e.get("load") for e in document["systems"]):
+        return []
+
+    def load(e: dict) -> dict:
+        return e.get("load") or {}
+
+    return [
+        Column("users", lambda e: figures.count(load(e).get("users")), 1),
+        Column(figures.THROUGHPUT.name, lambda e: figures.rate(load(e).get("throughput_per_s")), 1),
+        Column("failures", lambda e: figures.count(load(e).get("failures")), 1),
+        Column(figures.LATENCY_P95.name, lambda e: figures.millis((load(e).get("latency_ms") or {}).get("p95")), 1),
+        Column(figures.GENERATOR_CPU.name, lambda e: share(load(e).get("generator_cpu_share")), 2),
+    ]
+
+
+def share(value: float | None) -> str:
+    """A share of a core (or of anything) in percent.
+
+    >>> share(0.963), share(1.5), share(None)
+    ('96%', '150%', '–')
+    """
+    return figures.DASH if value is None else f"{value:.0%}"
+
+
+def load_lines(entry: dict, indent: str = "") -> list[str]:
+    """A Locust case in a line, as the run prints it after each case, and the generator's saturation."""
+    load = entry.get("load")
+    if not load:
+        return []
+    shape = f", parents {load['parents']}" if load.get("parents") else ""
+    system_cpu = load.get("system_cpu_seconds")
+    lines = [f"{indent}{users_text(load.get('users'))}{shape}: {figures.THROUGHPUT.name} "
+             f"{figures.rate(load.get('throughput_per_s'))}, {figures.LATENCY_P95.name} "
+             f"{figures.millis((load.get('latency_ms') or {}).get('p95'))}, {load.get('failures', 0):,} failed; "
+             f"CPU: system {figures.duration(system_cpu) if system_cpu is not None else figures.DASH}, "
+             f"{figures.GENERATOR_CPU.name} {share(load.get('generator_cpu_share'))} of a core"]
+    saturated = saturation_note(load)
+    if saturated:
+        lines.append(f"{indent}{saturated}")
+    return lines
+
+
+def saturation_note(load: dict) -> str | None:
+    """What a case whose load generator was saturated (``generator_saturated``) must say, or None."""
+    if not load.get("generator_saturated"):
+        return None
+    processes = load.get("generator_processes") or 1
+    return (f"the load generator was saturated ({share(load.get('generator_cpu_share'))} of a core per Locust "
+            f"process, {processes} process{'es' if processes != 1 else ''}): the flat line here is the "
+            "generator's, not the system's; give Locust more processes (locust --processes N with the "
+            "locustfiles, or a master and workers on other hosts: docs/locust.rst)")
+
+
+def sweep_notes(document: dict) -> list[str]:
+    """Each users sweep in a line: its throughput by users, its highest, its knee and the latency there."""
+    lines = []
+    sweeps = users_sweeps(document["systems"])
+    for sweep in sweeps:
+        by_users = ", ".join(f"{users}: {figures.rate(value)}" for users, value in sweep.points)
+        best = sweep.best["load"]
+        line = (f"{sweep_label(sweep)}: {figures.THROUGHPUT.name} by users {by_users}; highest "
+                f"{figures.rate(best['throughput_per_s'])} at {users_text(best['users'])}; ")
+        at_knee = sweep.knee_entry
+        if at_knee is None:
+            line += (f"no {figures.KNEE.name}: each step up to {users_text(sweep.points[-1][0])} still added 10% or "
+                     "more per doubling")
+        else:
+            p95 = (at_knee["load"].get("latency_ms") or {}).get("p95")
+            line += f"{figures.KNEE.name} at {users_text(sweep.knee)} ({figures.LATENCY_P95.name} {figures.millis(p95)} there)"
+        lines.append(line)
+    if sweeps:
+        lines.append("users sweep: the table shows each system at its highest throughput; "
+                     f"{figures.KNEE.name}: {figures.KNEE.means}.")
+    return lines
 
 
 def workload_columns(document: dict, primary: str) -> list[Column]:
@@ -102,6 +177,7 @@ def workload_columns(document: dict, primary: str) -> list[Column]:
         columns += [Column(time_per(kind), mean, 0 if kind == primary else 2),
                     Column(time_per(kind, "p95"), p95, 3 + n),
                     Column(f"{kind} {figures.ONE_OVER_MEAN.name}", per_second, 4 + n)]
+    columns = load_columns(document) + columns
     columns += [
         Column("held / sent", held_against_sent, 1),
         *_parent_columns(2),
@@ -126,16 +202,24 @@ def held_against_sent(entry: dict) -> str:
 
 
 def _ranked(entries: list[dict]) -> list[dict]:
-    """Within each case (in the order measured), measured systems fastest first, then those not measured."""
+    """Within each case (in the order measured), measured systems fastest first, then those not measured.
+    A users sweep's cases are one case here: each system is shown at its highest throughput (:func:`shown`)."""
     cases: dict[tuple, list[dict]] = {}
     for e in entries:
-        cases.setdefault((case_children(e), e.get("literal_length"), e.get("variant", "")), []).append(e)
+        cases.setdefault((case_children(e), e.get("literal_length"), other_variant(e.get("variant", ""))),
+                         []).append(e)
     ordered = []
     for group in cases.values():
         measured = [e for e in group if e["status"] == "ok" and e["per_resource_ms"]["mean"] is not None]
         ordered += sorted(measured, key=lambda e: e["per_resource_ms"]["mean"])
         ordered += [e for e in group if e not in measured]  # not run, failed, or every operation refused
     return ordered
+
+
+def shown(document: dict) -> list[dict]:
+    """The entries the table shows: in a users sweep, each system at its highest throughput alone."""
+    hidden = {id(e) for sweep in users_sweeps(document["systems"]) for e in sweep.entries if e is not sweep.best}
+    return [e for e in document["systems"] if id(e) not in hidden]
 
 
 def terminal_width() -> int:
@@ -146,7 +230,7 @@ def terminal_width() -> int:
 def rows(document: dict, wide: bool = False, width: int | None = None) -> list[list[str]]:
     """The table's rows, header first: every column with ``wide``, else those that fit ``width``."""
     name = document.get("workload", {}).get("name", "flat")
-    entries = _ranked(document["systems"])
+    entries = _ranked(shown(document))
     if name == "flat":
         columns = flat_columns(document)
     else:
@@ -247,6 +331,11 @@ def notes(document: dict) -> list[str]:
     measured = [e for e in systems if e["status"] == "ok"]
     if measured:  # the columns of every table: what they are
         lines.append(figures.parent_note(retrievals(document)))
+    for e in measured:
+        saturated = saturation_note(e.get("load") or {})
+        if saturated:
+            lines.append(f"{case_label(e, systems)}: {saturated}")
+    lines += sweep_notes(document)
     if any(e.get("load") for e in measured):
         lines.append(f"{figures.THROUGHPUT.name}: {figures.THROUGHPUT.means}.")
     return lines

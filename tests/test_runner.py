@@ -286,3 +286,14 @@ def test_one_value_of_a_sweepable_option_is_no_variant():
     two = RunConfig(systems=["lmdb-http"], workload="binaries", workload_params={"binary_size": [1024, 65536]})
     assert [c.variant for c in one.cases()] == [""] and dict(one.cases()[0].params) == {"binary_size": 65536}
     assert [c.variant for c in two.cases()] == ["binary_size=1024", "binary_size=65536"]
+
+
+def test_a_users_sweep_is_a_case_per_user_count_after_the_other_swept_options():
+    one = RunConfig(systems=["lmdb-http"], driver="locust", users=[8])
+    assert [(c.variant, c.users) for c in one.cases()] == [("", 8)]  # one user count: a plain setting
+    sweep = RunConfig(systems=["lmdb-http"], driver="locust", users=[1, 2],
+                      workload_params={"parents": ["shared", "per-user"]})
+    assert [(c.variant, c.users, dict(c.params)) for c in sweep.cases()] == [
+        ("parents=shared,users=1", 1, {"parents": "shared"}), ("parents=shared,users=2", 2, {"parents": "shared"}),
+        ("parents=per-user,users=1", 1, {"parents": "per-user"}),
+        ("parents=per-user,users=2", 2, {"parents": "per-user"})]

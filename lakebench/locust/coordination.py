@@ -50,6 +50,10 @@ class Coordinator:
     def dataset(self) -> DataSet:
         return self.config.dataset
 
+    def user_dataset(self) -> DataSet:
+        """The data set a user starting now builds its children from: its parent is the one it PUTs into."""
+        return self.dataset
+
     def next_index(self) -> int | None:
         raise NotImplementedError
 
@@ -91,6 +95,19 @@ class LocalCoordinator(Coordinator):
         self._finisher = None
         self._ingest_start = time.perf_counter()  # reset once the parent exists (test_start)
         self._put_seconds = 0.0  # the completed PUTs' summed time: the budget's measure with one user
+        self._users_started = 0  # users given their parent so far (per-user parents)
+
+    def user_dataset(self) -> DataSet:
+        """With ``per-user`` parents, each user in turn gets the next parent as its data set's (the
+        children's links then name that parent and its children); else the shared one."""
+        import dataclasses
+
+        names = self.config.parent_names
+        if len(names) == 1:
+            return self.dataset
+        name = names[self._users_started % len(names)]
+        self._users_started += 1
+        return dataclasses.replace(self.dataset, parent=name)
 
     def test_start(self, config: IngestConfig) -> None:
         """Create the parent and start the monitor; on failure abort the run."""
@@ -105,8 +122,10 @@ class LocalCoordinator(Coordinator):
         self.monitor = ThreadPoolMonitor(config.server_pid, config.data_dir, config.monitor_interval)
         self.monitor.set(phase="setup")
         self.monitor.start()
+        self._users_started = 0
         try:
-            create_parent(config.parent_url)
+            for url in config.parent_urls:
+                create_parent(url)
         except LoadTestError as exc:
             self.abort(str(exc))
             return
@@ -227,6 +246,8 @@ class LocalCoordinator(Coordinator):
             "mode": self.role,
             "base_url": self.config.base_url,
             "parent_url": self.config.parent_url,
+            "parents": self.config.parents,
+            "parent_urls": self.config.parent_urls,
             "workload": self.config.dataset.describe(),
             "users": getattr(runner, "target_user_count", None),
             "first_alone": self.config.first_alone,

@@ -15,7 +15,7 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
                        server_pid: int | None = None, data_dir: str | os.PathLike | None = None, *,
                        monitor_interval: float = 0.5, monitor_tail: float = 0.0, first_alone: bool = True,
                        timeout: float | None = None, budget_seconds: float | None = None,
-                       on_progress: Callable[[int], None] | None = None) -> dict:
+                       on_progress: Callable[[int], None] | None = None, parents: str = "shared") -> dict:
     """Ingest ``workload`` into the LDP server at ``base_url`` with Locust as a library.
 
     The same ``IngestUser`` as ``locustfiles/ingest.py``, in a local
@@ -32,6 +32,9 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
     it (see :class:`~lakebench.locust.options.IngestConfig`); the result's
     ``budget_exhausted`` says whether it did before the last child.
     ``on_progress(n)``: called twice a second with the PUTs completed so far.
+    ``parents``: ``shared`` (every user PUTs into the one parent) or
+    ``per-user`` (each into a parent of its own, the result's
+    ``parent_urls``; the three retrievals read the first).
     Raises :class:`~lakebench.locust.LoadTestError` if the parent exists
     already or the run does not finish within ``timeout`` seconds.  Imports
     Locust, which monkey-patches this process with gevent: call it in a
@@ -44,7 +47,7 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
     config = IngestConfig(base_url=base_url, dataset=dataset, server_pid=server_pid,
                           data_dir=str(data_dir) if data_dir is not None else None,
                           monitor_interval=monitor_interval, monitor_tail=monitor_tail, first_alone=first_alone,
-                          budget_seconds=budget_seconds)
+                          budget_seconds=budget_seconds, parents=parents, users=users)
     environment = Environment(user_classes=[user_class], host=config.base_url)
     runner = environment.create_local_runner()
     coordinator = LocalCoordinator(environment)

@@ -3,7 +3,8 @@
 Every user PUTs workload graphs (Turtle, ``<>`` subject, relative IRIs) at
 ``{base}{parent}/{slug}``, taking indices from its process's coordinator
 (:mod:`lakebench.locust.coordination`), so exactly ``children`` creations
-happen in total.
+happen in total.  With ``per-user`` parents (lakebench's runner only) each
+user has a parent of its own, ``{parent}-u{k}``, and its children link to it.
 
 Child ``k``'s internal links point to the children the same user created
 (newest first), so every linked resource exists.  A user takes its indices
@@ -70,17 +71,20 @@ def create_one(user) -> None:
     (:data:`PREPARE_BLOCK`); nothing is generated between the clock's start and stop.
     """
     coordinator: Coordinator = user.environment.lakebench
+    if user.dataset is None:  # its parent: the shared one, or its own (per-user parents)
+        user.dataset = coordinator.user_dataset()
+    dataset = user.dataset
     if not user.prepared:
         block = coordinator.next_block(PREPARE_BLOCK)
         if not block:
             coordinator.idle()
             return
-        user.prepared.extend(_build_off_the_hub(coordinator.dataset, block, user.recent))
+        user.prepared.extend(_build_off_the_hub(dataset, block, user.recent))
     index, links, turtle, generate_seconds = user.prepared.popleft()
     if links != user.recent[:RECENT_CHILDREN]:  # an earlier PUT of the block failed: link only what exists
-        ((index, links, turtle, again),) = _build_off_the_hub(coordinator.dataset, [index], user.recent)
+        ((index, links, turtle, again),) = _build_off_the_hub(dataset, [index], user.recent)
         generate_seconds += again
-    url = coordinator.config.base_url + f"{coordinator.dataset.parent}/c{index:08d}"
+    url = coordinator.config.base_url + f"{dataset.parent}/c{index:08d}"
     status, error = 0, None
     start = time.time()
     t0 = time.perf_counter()
@@ -159,6 +163,7 @@ def ingest_user_class() -> type:
         def on_start(self) -> None:
             self.recent: list[int] = []  # the children this user created, newest first
             self.prepared: deque = deque()  # built, not yet sent: (index, links, turtle, seconds)
+            self.dataset: DataSet | None = None  # given by the coordinator at the first task
 
         @task
         def create_child(self) -> None:

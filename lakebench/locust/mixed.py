@@ -103,6 +103,9 @@ class MixedState:
     busy: set = field(default_factory=set)  # children a PATCH is under way on
     times: dict[str, list[float]] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
+    #: One record per request as the load test counts it (``ok``, ``seconds``, ``start``, ``end``,
+    #: ``kind``, ``error``): :func:`lakebench.locust.record.load_record` of the mixed phase.
+    records: list[dict] = field(default_factory=list)
     first_error: str | None = None
     started: int = 0
     in_flight: int = 0
@@ -141,16 +144,21 @@ class MixedState:
             self.done.set()
 
     # -- Locust's request events: the clock ---------------------------------
-    def on_request(self, name, response_time, exception, **_kw) -> None:
+    def on_request(self, name, response_time, exception, start_time=None, **_kw) -> None:
         kind = KINDS.get(name)
         if kind is None:
             return
+        seconds = response_time / 1000.0
+        start = start_time if start_time is not None else time.time() - seconds  # the event fires at the end
+        record = {"kind": kind, "ok": exception is None, "seconds": seconds, "start": start, "end": start + seconds}
         if exception is None:
-            self.times.setdefault(kind, []).append(response_time / 1000.0)
+            self.times.setdefault(kind, []).append(seconds)
         else:
+            record["error"] = str(exception)
             self.errors[kind] = self.errors.get(kind, 0) + 1
             if self.first_error is None:
                 self.first_error = f"{kind}: {exception}"
+        self.records.append(record)
 
     def url(self, index: int) -> str:
         return f"{self.base_url}{self.dataset.parent}/c{index:08d}"

@@ -30,16 +30,38 @@ class IngestConfig:
     #: Stop dispensing children once the ingest time reaches this many seconds
     #: (the sum of the PUTs' times with one user, the wall time with several).
     budget_seconds: float | None = None
+    #: ``shared``: every user PUTs into the one parent (the seed's shape: contention on one container);
+    #: ``per-user``: each of ``users`` users into a parent of its own (:attr:`parent_names`).
+    parents: str = "shared"
+    users: int = 1
 
     def __post_init__(self) -> None:
+        if self.parents not in PARENTS:
+            raise LoadTestError(f"parents must be {' or '.join(PARENTS)}, got {self.parents!r}")
         if not self.base_url:
             raise LoadTestError("no base URL: give the LDP server's base with --host, e.g. http://127.0.0.1:8080/rest/")
         if not self.base_url.endswith("/"):
             self.base_url += "/"
 
     @property
+    def parent_names(self) -> list[str]:
+        """The parents the users PUT into: the data set's, or with ``per-user`` one per user.
+
+        >>> IngestConfig("http://x/", DataSet(), parents="per-user", users=2).parent_names
+        ['parent-u1', 'parent-u2']
+        """
+        if self.parents == "shared":
+            return [self.dataset.parent]
+        return [per_user_parent(self.dataset.parent, k) for k in range(1, self.users + 1)]
+
+    @property
+    def parent_urls(self) -> list[str]:
+        return [self.base_url + name for name in self.parent_names]
+
+    @property
     def parent_url(self) -> str:
-        return self.base_url + self.dataset.parent
+        """The parent read at the end (the first user's, with ``per-user``)."""
+        return self.parent_urls[0]
 
     @classmethod
     def from_options(cls, options: Any, host: str | None) -> "IngestConfig":
@@ -61,6 +83,19 @@ class IngestConfig:
             block_cap=options.index_block,
             first_alone=options.first_alone,
         )
+
+
+#: The shapes of a Locust ingest: one parent for every user, or one each.
+PARENTS = ("shared", "per-user")
+
+
+def per_user_parent(parent: str, user: int) -> str:
+    """The name of user ``user``'s parent (from 1) with ``per-user`` parents: beside the shared one's name.
+
+    >>> per_user_parent("parent", 3)
+    'parent-u3'
+    """
+    return f"{parent}-u{user}"
 
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:

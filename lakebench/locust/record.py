@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from lakebench import figures
 from lakebench.locust.ldp_requests import GET_NAMES
 from lakebench.results import stats
 
@@ -70,26 +71,57 @@ def over_time(records: list[dict], step: float | None = None) -> list[dict]:
     return rows
 
 
-def load_record(records: list[dict], users: int) -> dict:
-    """The ``load`` field of results.json of an ingest as a load test, from its PUT records: the
-    throughput is every request completed (answered or refused) over the wall time from the first
-    one's start to the last one's end, all users together, as every table shows it.
+def load_record(records: list[dict], users: int, cpu: dict | None = None, parents: str | None = None) -> dict:
+    """The ``load`` field of results.json of a load test, from its request records: the throughput is
+    every request completed (answered or refused) over the wall time from the first one's start to the
+    last one's end, all users together, as every table shows it; the latency percentiles are of the
+    answered ones (as ``operations`` has them).
+
+    ``cpu``: the CPU the system and the load generator spent over the load test (:func:`cpu_record`);
+    ``parents``: the flat workload's shape, ``shared`` or ``per-user``.
 
     >>> load = load_record([{"ok": True, "seconds": 0.2, "start": 0.0, "end": 0.2},
     ...                     {"ok": False, "seconds": 0.1, "start": 0.1, "end": 0.25, "status": 503}], users=2)
-    >>> load["requests"], load["failures"], load["failure_kinds"], load["throughput_per_s"]
-    (2, 1, {'HTTP 503': 1}, 8.0)
+    >>> load["requests"], load["failures"], load["failure_kinds"], load["throughput_per_s"], load["latency_ms"]["p95"]
+    (2, 1, {'HTTP 503': 1}, 8.0, 200.0)
     """
     failed = [r for r in records if not r["ok"]]
     wall = max(r["end"] for r in records) - min(r["start"] for r in records) if records else 0.0
     return {
         "users": users,
         "spawn_rate": users,  # all users start at once
+        **({"parents": parents} if parents else {}),
         "requests": len(records),
         "failures": len(failed),
         "failure_kinds": dict(Counter(r.get("error") or f"HTTP {r.get('status')}" for r in failed)),
+        "wall_seconds": round(wall, 6),
         "throughput_per_s": stats.rate(len(records), wall, 3),
+        "latency_ms": stats.latency_percentiles_ms([r["seconds"] for r in records if r["ok"]]),
+        **(cpu or {}),
         "over_time": over_time(records),
+    }
+
+
+def cpu_record(system_cpu_seconds: float | None, generator_cpu_seconds: float, window_seconds: float,
+               generator_processes: int = 1) -> dict:
+    """What the system and the load generator spent over a load test's ``window_seconds``, and whether
+    the generator was saturated: its CPU time reached :data:`~lakebench.figures.GENERATOR_SATURATION`
+    of the window per Locust process, so that it, not the system, set the throughput.
+
+    >>> cpu = cpu_record(1.5, 1.9, 2.0)
+    >>> cpu["generator_cpu_share"], cpu["generator_saturated"]
+    (0.95, True)
+    >>> cpu_record(None, 0.5, 2.0)["generator_saturated"]
+    False
+    """
+    share = stats.rate(generator_cpu_seconds, window_seconds * generator_processes, 3)
+    return {
+        "cpu_window_seconds": round(window_seconds, 6),
+        "system_cpu_seconds": None if system_cpu_seconds is None else round(system_cpu_seconds, 3),
+        "generator_cpu_seconds": round(generator_cpu_seconds, 3),
+        "generator_processes": generator_processes,
+        "generator_cpu_share": share,
+        "generator_saturated": share is not None and share >= figures.GENERATOR_SATURATION,
     }
 
 

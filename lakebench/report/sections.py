@@ -180,36 +180,13 @@ def _strong(name: str) -> str:
     return f"**{name}**"
 
 
-# -- a Locust ingest, as a load test ---------------------------------------
-
-def load_rows(data: ReportData) -> list[list[str]]:
-    rows = [["system", "durability", "users", "spawn rate", "requests", terms.THROUGHPUT.name, "failures", "kinds"]]
-    for e in data.ok:
-        load = e.get("load")
-        if not load:
-            continue
-        failures = load.get("failures") or 0
-        kinds = ", ".join(f"{kind} ({n:,})" for kind, n in (load.get("failure_kinds") or {}).items())
-        rows.append([_name(data, e), _durability(e), fmt.count(load.get("users")),
-                     f"{number(load.get('spawn_rate')) or 0:g}/s", fmt.count(load.get("requests")),
-                     fmt.nobreak(terms.rate(number(load.get("throughput_per_s")))),
-                     f"**{failures:,}**" if failures else "0",
-                     fmt.escape(kinds) or fmt.DASH])
-    return rows
-
+# -- a Locust run, as a load test ------------------------------------------
 
 def load_section(data: ReportData) -> str:
-    """The ingest as a load test (``--driver locust``): nothing for lakebench's own client."""
-    rows = load_rows(data)
-    if len(rows) == 1:
-        return ""
-    return "\n".join([
-        fmt.heading("Load test", "-"),
-        f"Locust's users PUT the children concurrently: **{terms.THROUGHPUT.name}** is "
-        f"{terms.THROUGHPUT.means}; **failures** are PUTs the server refused or never answered, by "
-        "kind (counted, not timed: a refused child is missing from what is held). The running time of "
-        "such an ingest is its wall time, not a sum of overlapping requests.\n",
-        fmt.list_table(rows, "Load test")])
+    """The Locust cases as a load test (:mod:`~.scaling`): nothing for lakebench's own client."""
+    from lakebench.report import scaling
+
+    return scaling.section(data)
 
 
 # -- failures, and how it was measured ------------------------------------
@@ -551,6 +528,7 @@ def workload_page(data: ReportData, figures: list[tuple[object, Path, str]], tit
     return assemble(title, [
         summary(data),
         report_summary.section(data, figures),
+        load_section(data),
         operations_section(data),
         sent_held_section(data),
         parent_section(data),

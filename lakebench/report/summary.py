@@ -16,7 +16,7 @@ from pathlib import Path
 from lakebench import figures, results
 from lakebench.compare import primary_kind
 from lakebench.durability import MEANING
-from lakebench.report import fmt
+from lakebench.report import fmt, scaling
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
 
@@ -174,6 +174,7 @@ def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
     framed = against_reference(data, entries)
     if framed:
         out.append(framed)
+    out.append(scaling.summary(data))  # a users sweep: each system's highest throughput and knee
     name = figures.time_per(_primary(data))
     out.append(f"Ranked by **{fmt.escape(name)}**, fastest first"
                + (", case by case" if len(cases) > 1 else "") + f"; **x fastest** is that time over the "

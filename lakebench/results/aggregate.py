@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 from typing import Iterable
 
+from lakebench import figures
 from lakebench.results import stats
 from lakebench.results.schema import COMPARED, get_path
 
@@ -79,6 +80,9 @@ def aggregate(name: str, runs: list[dict]) -> dict:
             entry["budget_exhausted"] = True
         if any(r.get("checkpoints") for r in ok):
             entry["checkpoints"] = _mean_checkpoints(ok)
+        share = get_path(entry, "load.generator_cpu_share")
+        if share is not None:  # said of the mean share, as of each run's
+            entry["load"]["generator_saturated"] = share >= figures.GENERATOR_SATURATION
         if std:
             entry["std"] = std
     entry["runs"] = [{k: v for k, v in r.items() if k != "samples"} for r in runs]

@@ -117,6 +117,51 @@ def operations_summary(times: dict[str, Sequence[float]], errors: dict[str, int]
     return summary
 
 
+def latency_percentiles_ms(seconds: Sequence[float]) -> dict:
+    """p50 / p95 / p99 / max of operation times in milliseconds, rounded as :func:`operations_summary`
+    rounds them (so a load test's latency and its operation kind's agree); None each for no times.
+
+    >>> latency_percentiles_ms([0.001, 0.002, 0.003, 0.004])
+    {'p50': 2.5, 'p95': 3.85, 'p99': 3.97, 'max': 4.0}
+    """
+    ordered = sorted(seconds)
+    return {"p50": rounded(percentile(ordered, 50) * 1000), "p95": rounded(percentile(ordered, 95) * 1000),
+            "p99": rounded(percentile(ordered, 99) * 1000), "max": rounded(ordered[-1] * 1000) if ordered else None}
+
+
+#: The knee of a users sweep: the gain in throughput per doubling of the users below which adding users
+#: no longer adds throughput (:func:`knee`).
+KNEE_GAIN = 1.10
+
+
+def knee(points: Sequence[tuple[int, float]], gain: float = KNEE_GAIN) -> int | None:
+    """The knee of a users sweep: the smallest user count after which doubling the users adds less
+    than 10% (``gain``) throughput; None while every step still adds that much (or fewer than two points).
+
+    ``points`` are (users, throughput) pairs, one per user count.  Between two
+    successive user counts that are not a doubling apart (1 then 3, say) the
+    gain is taken per doubling, ``(t2 / t1) ** (1 / log2(u2 / u1))``, so the
+    knee does not depend on how the sweep was spaced.
+
+    >>> knee([(1, 100.0), (2, 190.0), (4, 200.0), (8, 205.0)])  # 2 -> 4 adds 5%
+    2
+    >>> knee([(1, 100.0), (2, 190.0), (4, 360.0)]) is None  # still growing at the largest count
+    True
+    >>> knee([(1, 100.0), (4, 130.0)]) is None  # x1.3 over two doublings: x1.14 per doubling
+    True
+    >>> knee([(1, 100.0), (4, 115.0)])  # x1.15 over two doublings: x1.07 per doubling
+    1
+    """
+    ordered = sorted((u, t) for u, t in points if t is not None)
+    for (users, throughput), (more, higher) in zip(ordered, ordered[1:]):
+        if throughput <= 0 or higher <= 0:
+            continue  # nothing completed: no gain to measure
+        per_doubling = (higher / throughput) ** (1 / math.log2(more / users))
+        if per_doubling < gain:
+            return users
+    return None
+
+
 def steady_seconds(times: Sequence[float]) -> float:
     """The median of the retrievals after the first (the first, right after the writes, is often much
     slower); of the first when it is the only one.

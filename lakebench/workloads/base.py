@@ -29,6 +29,8 @@ class Param:
 
     ``sweep``: comma-separated values are allowed, one case each (like
     ``--literal-length``); ``parse`` turns the text of one value into it.
+    ``drivers``: the drivers it means something with (None: every one the
+    workload runs with); given with another, it is a usage error.
     """
 
     default: Any
@@ -36,6 +38,7 @@ class Param:
     help: str
     sweep: bool = False
     metavar: str | None = None
+    drivers: tuple[str, ...] | None = None
 
     def option(self, name: str) -> str:
         """``binary_size`` -> ``--binary-size``."""
@@ -80,6 +83,9 @@ class Outcome:
     checkpoints: list[dict] = field(default_factory=list)
     checkpoint_seconds: float = 0.0  # wall time of checkpoint reads, outside the ingest's clocks
     retrieval: Any = None  # the parent as the last timed retrieval returned it (systems.base.Retrieval)
+    #: With per-user parents (Locust): the other users' parents, each read once after the timed
+    #: retrievals, for what is held (``retrieval`` is the first user's).
+    other_parents: list = field(default_factory=list)
     cache: str = "warm"  # what the parent retrievals really were: "cold" or "warm"
     variants: dict | None = None  # Locust: seconds of each Prefer variant of the parent
     details: dict = field(default_factory=dict)  # the workload's own record fields

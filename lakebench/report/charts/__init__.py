@@ -13,14 +13,14 @@ Adding a chart is one function and one line in a family module::
 system, legends outside the data, hover titles), :mod:`~.common` the helpers
 the families share.  The families: :mod:`~.ingest` (the flat workload's, and
 the parent's retrieval), :mod:`~.over_time` (memory, CPU, disk; a Locust
-run's load), :mod:`~.workloads` (the other workloads') and :mod:`~.headline`
-(the summary's).  No family imports another.
+run's load), :mod:`~.scaling` (a users sweep's), :mod:`~.workloads` (the
+other workloads') and :mod:`~.headline` (the summary's).  No family imports another.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from lakebench.report.charts import headline, ingest, over_time, registry, workloads  # noqa: F401  (register)
+from lakebench.report.charts import headline, ingest, over_time, registry, scaling, workloads  # noqa: F401  (register)
 from lakebench.report.charts.common import phase_spans  # noqa: F401
 from lakebench.report.charts.registry import FORMATS, Chart, new_figure, save, style  # noqa: F401
 from lakebench.report.data import ReportData
@@ -28,8 +28,8 @@ from lakebench.results.stats import log_moving_stats, moving_stats  # noqa: F401
 
 #: The families' charts by name, in the order a page shows them: the other workloads' first, the
 #: summary's headline last.  A chart not named here comes after them, in the order it was registered.
-ORDER = ("binaries", "deep", "mixed", "latency", "resources", "load", "disk", "parent", "sweep", "cliff",
-         "headline")
+ORDER = ("binaries", "deep", "mixed", "throughput_latency", "throughput_users", "latency", "resources", "load",
+         "disk", "parent", "sweep", "cliff", "headline")
 
 #: Every chart, in the order the report shows them.
 CHARTS: list[Chart] = sorted(registry.REGISTERED,

@@ -262,7 +262,7 @@ class LocustDriver:
         users = self.spec.users
         bar = _progress_bar(dataset.children, f"{self.spec.system} ({users} users)", self.spec.progress)
 
-        def progress(done: int) -> None:  # from a greenlet beside the users, twice a second
+        def progress(done: int) -> None:  # from a greenlet beside the users, when the count changed
             self.events.send("progress", children=done)
             if bar is not None:
                 bar.update(done - bar.n)

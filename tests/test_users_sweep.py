@@ -191,3 +191,16 @@ def test_the_mixed_workload_sweeps_its_users_too(tmp_path):
         assert "parents" not in load
         assert e["mixed"]["throughput_per_s"] == load["throughput_per_s"] > 0  # one throughput
         assert load["latency_ms"]["p95"] is not None and load["system_cpu_seconds"] > 0
+
+
+def test_the_samples_of_the_ingest_carry_the_children_made_by_their_time(sweep):
+    """The disk and memory samples of a Locust ingest record the children created when each was taken:
+    counts that never fall, reach every child, and that are not all 0 during the ingest."""
+    out, _ = sweep
+    for e in results.load(out)["systems"]:
+        samples = [s for run in e["samples"] for s in run]
+        counts = [s["children"] for s in samples]
+        assert all(a <= b for a, b in zip(counts, counts[1:])), counts
+        assert counts[-1] == CHILDREN
+        during = [s["children"] for s in samples if s.get("phase") == "ingest"]
+        assert any(0 < c for c in during), during

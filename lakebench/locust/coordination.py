@@ -187,7 +187,7 @@ class LocalCoordinator(Coordinator):
         if not last and not self.ledger.stopped_early and self._budget_spent():
             last = self.ledger.stop_early()  # the PUTs already granted still complete
         self._progress.set()
-        self.monitor.set(children=len(self.ledger.done))
+        self.monitor.set(children=self.ledger.created)  # a refused PUT made no child
         if last and self._finisher is None:
             self._finisher = gevent.spawn(self._finish)
 

@@ -75,6 +75,7 @@ class Ledger:
         self.outstanding: set[int] = set()
         self.done: set[int] = set()
         self.records: list[dict] = []  # in completion order (as reported)
+        self.created = 0  # of them, the PUTs that succeeded: the children the system holds
         self.aborted: str | None = None
         self.stopped_early = False  # the budget ended the dispensing (see stop_early)
 
@@ -100,6 +101,8 @@ class Ledger:
         self.outstanding.remove(index)
         self.done.add(index)
         self.records.append(record)
+        if record.get("ok", True):
+            self.created += 1
         return self.finished
 
     @property

@@ -1,16 +1,18 @@
 """Registry of measured systems: name -> "module:Class"; and of the external servers
 lakebench installs and runs: command name -> "module:COMMAND".
 
-Adding a system is one module in this package (a folder for an external
-server, see :mod:`lakebench.systems.external`) and one line here, plus one
-in ``SERVERS`` for its ``lakebench NAME fetch|start|stop|status``.  Modules
-are imported only when their system is run, so a missing optional
-dependency of one system never stops the others.
+Adding a system is one module in this package and one line here.  An
+external server is a folder (see :mod:`lakebench.systems.external`) whose
+``server.py`` holds its ``COMMAND``: the folder alone gives it its
+``lakebench NAME fetch|start|stop|status``.  Modules are imported only when
+their system is run, so a missing optional dependency of one system never
+stops the others.
 """
 from __future__ import annotations
 
 import argparse
 from importlib import import_module
+from pathlib import Path
 
 SYSTEMS: dict[str, str] = {
     "lmdb": "lakebench.systems.lmdb:LmdbSystem",
@@ -25,11 +27,22 @@ SYSTEMS: dict[str, str] = {
     "lmdb-http-nosync": "lakebench.systems.lmdb_http:LmdbHttpNosyncSystem",
 }
 
+
+
+def _server_folders() -> dict[str, str]:
+    """Each folder of this package with a ``server.py``: its name -> ``"module:COMMAND"`` (found on
+    disk, nothing imported).
+
+    >>> _server_folders()["fcrepo"]
+    'lakebench.systems.fcrepo.server:COMMAND'
+    """
+    here = Path(__file__).parent
+    return {folder.name: f"{__name__}.{folder.name}.server:COMMAND"
+            for folder in sorted(here.iterdir()) if (folder / "server.py").is_file()}
+
+
 #: ``lakebench NAME fetch|start|stop|status``: a :class:`lakebench.systems.external.Command` each.
-SERVERS: dict[str, str] = {
-    "fcrepo": "lakebench.systems.fcrepo.server:COMMAND",
-    "lakesuperior": "lakebench.systems.lakesuperior.server:COMMAND",
-}
+SERVERS: dict[str, str] = _server_folders()
 
 
 def target(name: str) -> str:

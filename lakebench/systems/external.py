@@ -5,8 +5,8 @@
   command starts it and another, later, stops it;
 * :class:`Command`: ``lakebench NAME fetch|start|stop|status``, written once;
   each server's folder gives a small description (its own options, how to
-  fetch and start it) and the registry (``SERVERS`` in
-  :mod:`lakebench.systems`) names it;
+  fetch and start it) as ``COMMAND`` in its ``server.py``, where the
+  registry (``SERVERS`` in :mod:`lakebench.systems`) finds it;
 * the download cache and checksums both installers use.
 
 The process itself (log, readiness, pid guard, stopping the tree) is

@@ -260,6 +260,18 @@ def _first_kind(entries: list[dict]) -> str:
     return "create"
 
 
+def _workload_notes(document: dict, measured: list[dict]) -> list[str]:
+    """The lines the run's workload says of its own figures (lakebench.workloads.base.Workload.notes);
+    none for a workload this lakebench does not know (a results file of another version)."""
+    from lakebench import workloads
+
+    try:
+        workload = workloads.load(document.get("workload", {}).get("name", workloads.DEFAULT))
+    except KeyError:
+        return []
+    return workload.notes(measured, lambda e: case_label(e, document["systems"]))
+
+
 def _status(entry: dict, column: Column) -> str:
     """A row not measured says so in its headline column (why: in the notes)."""
     if column.rank != 0:
@@ -315,20 +327,12 @@ def notes(document: dict) -> list[str]:
             if refused:
                 lines.append(f"{label}: refused " + ", ".join(f"{n:,} {k}" for k, n in refused.items())
                              + (f"; first: {e['first_error']}" if e.get("first_error") else ""))
-            if e.get("binaries"):
-                lines.append(binaries_note(label, e["binaries"]))
-            reads = e.get("reads") or {}
-            if reads.get("cold_requested") and not reads.get("cold"):
-                lines.append(f"{label}: no cold reads: the OS page cache could not be dropped (needs root)")
             value, basis = figures.bytes_per_triple(e, per_child)
             sent_divisor = sent_divisor or (value is not None and basis == "sent")
     if sent_divisor and document.get("workload", {}).get("name", "flat") == "flat":  # the only B/triple column
         lines.append("B/triple*: the server does not count its triples; divided by the triples sent")
-    if any(e.get("queries") for e in systems):  # the query workload: do the systems agree?
-        from lakebench.workloads.query import agreement_lines
-
-        lines += agreement_lines(document)
     measured = [e for e in systems if e["status"] == "ok"]
+    lines += _workload_notes(document, measured)
     if measured:  # the columns of every table: what they are
         lines.append(figures.parent_note(retrievals(document)))
     for e in measured:
@@ -339,22 +343,6 @@ def notes(document: dict) -> list[str]:
     if any(e.get("load") for e in measured):
         lines.append(f"{figures.THROUGHPUT.name}: {figures.THROUGHPUT.means}.")
     return lines
-
-
-def binaries_note(label: str, binaries: dict) -> str:
-    """The ``binaries`` workload's figures of one entry: MB/s each way, and what was read back.
-
-    >>> print(binaries_note("a", {"size_bytes": 1024, "count": 20, "put_mb_per_s": 0.32, "get_mb_per_s": 1.9,
-    ...                           "sampled": 20, "verified": 20, "mismatched": 0}))
-    a: 20 binaries of 1,024 B: PUT 0.32 MB/s, GET 1.9 MB/s; 20 of 20 read back verified, 0 mismatched
-    """
-    def rate(value):
-        return figures.DASH if value is None else f"{value:.3g} MB/s"
-
-    return (f"{label}: {binaries['count']:,} binaries of {binaries['size_bytes']:,} B: "
-            f"PUT {rate(binaries.get('put_mb_per_s'))}, GET {rate(binaries.get('get_mb_per_s'))}; "
-            f"{binaries.get('verified', 0)} of {binaries.get('sampled', 0)} read back verified, "
-            f"{binaries.get('mismatched', 0)} mismatched")
 
 
 #: Above this share of a system's ingest wall time, building the children is

@@ -23,10 +23,7 @@ from lakebench.report.conclusions import caveats
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
 
-#: The workload's own record field, by the key it has in a system entry, and its heading.
-DETAILS = {"binaries": "Binaries", "deep": "Hierarchy", "updates": "Updates", "reads": "Reads",
-           "mixed": "Mix", "queries": "Queries"}
-#: Column headings of those fields, where the field's name with spaces would not do.
+#: Column headings of a workload's own record field (lakebench.workloads.base.Workload.RECORD), where the field's name with spaces would not do.
 HEADINGS = {"size_bytes": "size", "put_mb_per_s": "PUT MB/s", "get_mb_per_s": "GET MB/s",
             "duration_seconds": "duration", "throughput_per_s": terms.THROUGHPUT.name, "fan_out": "fan-out"}
 #: Fields of those records that count something gone wrong: any above zero is flagged.
@@ -393,9 +390,21 @@ def details_rows(data: ReportData, key: str) -> list[list[str]]:
     return rows
 
 
+def workload_record(name: str) -> tuple[str, str] | None:
+    """The field workload ``name`` adds to each record and its heading (None: none, or a workload
+    this lakebench does not know)."""
+    from lakebench import workloads
+
+    try:
+        return workloads.load(name).RECORD
+    except KeyError:
+        return None
+
+
 def details_section(data: ReportData) -> str:
     out = []
-    for key, heading in DETAILS.items():
+    record = workload_record(data.workload)
+    for key, heading in [record] if record else []:
         rows = details_rows(data, key)
         if len(rows) > 1 and len(rows[0]) > 1:
             out += [fmt.heading(heading, "-"),
@@ -495,8 +504,9 @@ def findings(data: ReportData) -> list[str]:
         out.append("**Check**: " + "; ".join(differences) + ": what was sent is not what is held.")
     elif ok and any(e.get("held") for e in ok):
         out.append("**Check**: every count of what was sent that was counted back is held (above).")
+    own = workload_record(data.workload)
     for e in ok:
-        for key in DETAILS:
+        for key in [own[0]] if own else []:
             record = e.get(key) if isinstance(e.get(key), dict) else {}
             bad = [f"{k} {record[k]:,}" for k in BAD_COUNTS if (number(record.get(k)) or 0) > 0]
             if bad:

@@ -110,6 +110,9 @@ class Workload:
     #: Whether it creates the data set's children through ``driver.ingest``, which takes the
     #: ``--checkpoints`` (the parent and the disk measured as the container fills).
     ingests: ClassVar[bool] = True
+    #: The field it adds to each record, and that field's heading on the report's page (the
+    #: field's layout is in lakebench.results.schema, with the rest of the file's); None: none.
+    RECORD: ClassVar[tuple[str, str] | None] = None
 
     def __init__(self, dataset: DataSet, params: dict | None = None):
         self.dataset = dataset
@@ -137,6 +140,12 @@ class Workload:
     def record(self, outcome: Outcome, system) -> dict:
         """Fields of the run's record beyond the common ones (what was sent and what is held)."""
         return dict(outcome.details)
+
+    @classmethod
+    def notes(cls, entries: list[dict], label: Callable[[dict], str]) -> list[str]:
+        """What the terminal prints under the table of its own figures: lines about ``entries``
+        (the measured ones), each system named by ``label(entry)``; none by default."""
+        return []
 
 
 def needs(system_cls, operations) -> str | None:

@@ -23,6 +23,7 @@ import hashlib
 import random
 
 from lakebench.argtypes import ByteSize, size_text
+from lakebench.figures import DASH
 from lakebench.results import stats
 from lakebench.workloads.base import Outcome, Param, Workload, count_containment
 
@@ -70,8 +71,25 @@ def mb_per_s(size: int, seconds: float) -> float | None:
     return stats.rate(size, seconds, 3, unit=MB)
 
 
+def binaries_note(label: str, binaries: dict) -> str:
+    """The ``binaries`` workload's figures of one entry: MB/s each way, and what was read back.
+
+    >>> print(binaries_note("a", {"size_bytes": 1024, "count": 20, "put_mb_per_s": 0.32, "get_mb_per_s": 1.9,
+    ...                           "sampled": 20, "verified": 20, "mismatched": 0}))
+    a: 20 binaries of 1,024 B: PUT 0.32 MB/s, GET 1.9 MB/s; 20 of 20 read back verified, 0 mismatched
+    """
+    def rate(value):
+        return DASH if value is None else f"{value:.3g} MB/s"
+
+    return (f"{label}: {binaries['count']:,} binaries of {binaries['size_bytes']:,} B: "
+            f"PUT {rate(binaries.get('put_mb_per_s'))}, GET {rate(binaries.get('get_mb_per_s'))}; "
+            f"{binaries.get('verified', 0)} of {binaries.get('sampled', 0)} read back verified, "
+            f"{binaries.get('mismatched', 0)} mismatched")
+
+
 class Binaries(Workload):
     name = "binaries"
+    RECORD = ("binaries", "Binaries")
     ingests = False  # no children through driver.ingest: no checkpoints
     primary = PUT
     needs = ("create_binary", "get_binary")
@@ -134,6 +152,10 @@ class Binaries(Workload):
                            "received_bytes": received}
         driver.read_parent(system)
         return outcome
+
+    @classmethod
+    def notes(cls, entries: list[dict], label) -> list[str]:
+        return [binaries_note(label(e), e["binaries"]) for e in entries if e.get("binaries")]
 
     def record(self, outcome: Outcome, system) -> dict:
         size = self.params["binary_size"]

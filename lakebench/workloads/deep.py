@@ -127,6 +127,7 @@ def _binary_leaves(system_cls) -> bool:
 
 class Deep(Workload):
     name = "deep"
+    RECORD = ("deep", "Hierarchy")
     ingests = False  # no children through driver.ingest: no checkpoints
     primary = "create container"
     drivers = ("client",)

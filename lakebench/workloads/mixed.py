@@ -52,6 +52,7 @@ def _weights(text: str) -> str:
 
 class Mixed(Workload):
     name = "mixed"
+    RECORD = ("mixed", "Mix")
     ingests = False  # its ingest is Locust's, which takes no checkpoints
     primary = "create child"
     drivers = ("locust",)

@@ -138,6 +138,7 @@ def answer(query: Query, rows) -> int | None:
 
 class Queries(Workload):
     name = "query"
+    RECORD = ("queries", "Queries")
     # The lookup: one row found by one index probe, the operation closest to
     # a client's "find the resource with this value"; the counts and the join
     # read the whole store and have times of their own in ``operations``.
@@ -163,6 +164,11 @@ class Queries(Workload):
         driver.outcome.details["answers"] = answers
         driver.read_parent(system)
         return driver.outcome
+
+    @classmethod
+    def notes(cls, entries: list[dict], label) -> list[str]:
+        """Whether the systems agree."""
+        return agreement_lines({"systems": entries})
 
     def record(self, outcome: Outcome, system) -> dict:
         answers = outcome.details["answers"]

@@ -28,6 +28,7 @@ FORMATS = {"text/turtle": "TURTLE", "application/n-triples": "N_TRIPLES"}
 
 class Read(Workload):
     name = "read"
+    RECORD = ("reads", "Reads")
     primary = "get child"
     needs = ("get_resource",)
     PARAMETERS = {
@@ -74,6 +75,11 @@ class Read(Workload):
             return None
         with driver.harness():
             return holds_child(retrieval, child)
+
+    @classmethod
+    def notes(cls, entries: list[dict], label) -> list[str]:
+        return [f"{label(e)}: no cold reads: the OS page cache could not be dropped (needs root)"
+                for e in entries if (e.get("reads") or {}).get("cold_requested") and not e["reads"].get("cold")]
 
     def record(self, outcome: Outcome, system) -> dict:
         created = outcome.created()

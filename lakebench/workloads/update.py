@@ -31,6 +31,7 @@ REPLACED = Bounded(int, 1, 1000)
 
 class Update(Workload):
     name = "update"
+    RECORD = ("updates", "Updates")
     primary = "update"
     needs = ("replace_literals", "get_resource")
     PARAMETERS = {

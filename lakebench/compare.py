@@ -186,13 +186,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "Exit 0 when nothing is worse, 1 otherwise, 2 on bad input.")
     parser.add_argument("base", type=Path, metavar="BASE", help="results directory of the reference run")
     parser.add_argument("new", type=Path, metavar="NEW", help="results directory of the run to judge")
-    parser.add_argument("--threshold", type=_ratio, default=DEFAULT_THRESHOLD, metavar="R",
+    parser.add_argument("--threshold", type=threshold_ratio, default=DEFAULT_THRESHOLD, metavar="R",
                         help=f"largest acceptable ratio NEW/BASE, at least 1 (default: {DEFAULT_THRESHOLD})")
     parser.set_defaults(func=main)
     return parser
 
 
-def _ratio(text: str) -> float:
+def threshold_ratio(text: str) -> float:
     try:
         value = float(text)
     except ValueError:

@@ -328,7 +328,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         metavar="BASE", help="also write a page of the ratios of RESULTS_DIR's figures to BASE's "
                         "(as 'lakebench compare BASE RESULTS_DIR') and the verdict; with several RESULTS_DIRs, "
                         "BASE goes with the one of its workload (repeatable)")
-    parser.add_argument("--threshold", type=compare._ratio, default=compare.DEFAULT_THRESHOLD, metavar="R",
+    parser.add_argument("--threshold", type=compare.threshold_ratio, default=compare.DEFAULT_THRESHOLD, metavar="R",
                         help="for --compare: largest acceptable ratio NEW/BASE, at least 1 "
                         f"(default: {compare.DEFAULT_THRESHOLD})")
     parser.add_argument("--out", type=Path, default=None,

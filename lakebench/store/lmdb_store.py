@@ -670,26 +670,27 @@ class LmdbStore:
             return _Borrowed(self._pending[0])
         return self.read()
 
-    def _read(self, op):
+    def view(self, op):
+        """``op(txn)`` over what a read sees here (the pending transaction, the batch or a snapshot)."""
         with self._snapshot() as txn:
             return op(txn)
 
     def quads(self, s=None, p=None, o=None, graph=None) -> list[tuple[bytes, bytes, bytes, bytes]]:
         """The quads matching a pattern, as encoded terms."""
         s, p, o, g = term(s), term(p), term(o), term(graph)
-        return self._read(lambda txn: list(txn.quads(s, p, o, g)))
+        return self.view(lambda txn: list(txn.quads(s, p, o, g)))
 
     def count(self, s=None, p=None, o=None, graph=None) -> int:
         """Number of quads matching a pattern."""
         s, p, o, g = term(s), term(p), term(o), term(graph)
-        return self._read(lambda txn: txn.count(s, p, o, g))
+        return self.view(lambda txn: txn.count(s, p, o, g))
 
     def __len__(self) -> int:
         """Number of quads."""
-        return self._read(lambda txn: txn.quad_count())
+        return self.view(lambda txn: txn.quad_count())
 
     def contexts(self) -> list[bytes]:
-        return self._read(lambda txn: txn.contexts())
+        return self.view(lambda txn: txn.contexts())
 
     def checkpoint(self) -> None:
         """Commit the batch and empty the log: everything is then in ``data.mdb``
@@ -707,7 +708,7 @@ class LmdbStore:
 
     def check(self) -> Problems:
         """The problems of the store as this store reads it (see :func:`lakebench.store.check`)."""
-        result = check_snapshot(self._read)
+        result = check_snapshot(self.view)
         result.summary["log_pending"] = self._batch_records  # logged, not yet committed to LMDB
         return result
 

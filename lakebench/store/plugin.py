@@ -185,7 +185,7 @@ class LmdbRdflibStore(Store):
     def __len__(self, context=None) -> int:
         store = self._live()
         if context is None:
-            return store._read(lambda txn: txn.triple_count())
+            return store.view(lambda txn: txn.triple_count())
         return store.count(graph=self._ctx(context))
 
     def contexts(self, triple=None):
@@ -194,13 +194,13 @@ class LmdbRdflibStore(Store):
             found = store.contexts()
         else:
             s, p, o = self._pattern(triple)
-            found = store._read(lambda txn: txn.contexts(s, p, o))
+            found = store.view(lambda txn: txn.contexts(s, p, o))
         for c in found:
             yield self._graph(c)
 
     # -- namespaces ----------------------------------------------------------
     def _namespaces(self) -> list[tuple[str, str]]:
-        return self._live()._read(lambda txn: txn.namespaces())
+        return self._live().view(lambda txn: txn.namespaces())
 
     def bind(self, prefix: str, namespace, override: bool = True) -> None:
         namespace = str(namespace)

@@ -29,6 +29,8 @@ def test_every_field_recorded(document, name):
     assert entry["parent"]["containment_triples"] == 30
     assert entry["parent"]["bytes"] > 30 * 40
     assert entry["triples_total"] == 30 * 200 + 30
+    # What was sent and held counts the triples the memory table shows: one count, not "not counted".
+    assert entry["held"] == {"children": 30, "triples": 30 * 200} and entry["sent"]["triples"] == 30 * 200
     pr = entry["per_resource_ms"]
     assert 0 < pr["p50"] <= pr["p95"] <= pr["max"]
     assert entry["ingest_seconds"] == pytest.approx(pr["mean"] * 30 / 1000, rel=1e-3)

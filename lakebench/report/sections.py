@@ -128,7 +128,9 @@ def sent_held_section(data: ReportData) -> str:
         return ""
     out = [fmt.heading("Sent and held", "-"),
            "What the workload sent to each system, and what the system holds once it is done, counted "
-           "through the system itself: a system that drops or adds data shows here.\n",
+           "through the system itself: a system that drops or adds data shows here.  The triples held are "
+           "the system's own count (**triples** in the memory and disk table) less the parent's "
+           "containment triples; a server that does not count its triples says *not counted*.\n",
            fmt.list_table(rows, "Sent and held", stub_columns=1)]
     if differences:
         out.append(".. admonition:: What was sent is not what is held\n   :class: error\n")

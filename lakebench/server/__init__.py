@@ -65,8 +65,14 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
 
     base = base_url or f"http://{host}:{port}/"
     # The store's write-ahead log belongs to one process: with several
-    # workers, every write is an LMDB commit of its own instead.
+    # workers, every write is an LMDB commit of its own instead (said at
+    # start-up: it is the slow path, not the one measured with one worker).
     log = workers == 1
+    if not log:
+        logging.getLogger("lakebench.server").warning(
+            "%d workers: the write-ahead log belongs to one process, so each write is an LMDB commit "
+            "of its own (%s), without the log's batching or group commit", workers,
+            "fsynced" if Durability.parse(durability).syncs else "unsynced")
     ldp_app = make_app(data, base, durability, DEFAULT_MAX_BODY if max_body is None else max_body,
                        max_binary, log=log, patch_timeout=patch_timeout, cooperative=worker_class == "gevent")
     app = serving.complete_responses(ldp_app, settle=ldp_app.settle)

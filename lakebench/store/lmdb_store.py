@@ -429,9 +429,10 @@ class LmdbStore:
             try:
                 self._commit_batch()
             except Exception as exc:  # e.g. a full disk
-                # The write is acknowledged: it is in the log, and the batch
-                # (rebuilt from the log if need be) is committed at a later
-                # write, after a pause that doubles while commits keep failing.
+                # The write stands: it is in the log (acknowledged once its
+                # flush returns), and the batch (rebuilt from the log if need
+                # be) is committed at a later write, after a pause that
+                # doubles while commits keep failing.
                 self._commit_pause = min(_COMMIT_PAUSE_MAX, max(_COMMIT_PAUSE_MIN, 2 * self._commit_pause))
                 self._commit_after = time.monotonic() + self._commit_pause
                 _logger.warning("%s: the batch could not be committed (%s); the log keeps its writes, "

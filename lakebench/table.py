@@ -21,7 +21,7 @@ from lakebench import figures
 from lakebench.figures import time_per
 from lakebench.results import case_children, case_label, retrievals
 from lakebench.results.scaling import label as sweep_label
-from lakebench.results.scaling import other_variant, users_sweeps, users_text
+from lakebench.results.scaling import knee_words, other_variant, users_sweeps, users_text
 
 DEFAULT_WIDTH = 100
 GAP = "  "
@@ -142,13 +142,7 @@ def sweep_notes(document: dict) -> list[str]:
         best = sweep.best["load"]
         line = (f"{sweep_label(sweep)}: {figures.THROUGHPUT.name} by users {by_users}; highest "
                 f"{figures.rate(best['throughput_per_s'])} at {users_text(best['users'])}; ")
-        at_knee = sweep.knee_entry
-        if at_knee is None:
-            line += (f"no {figures.KNEE.name}: each step up to {users_text(sweep.points[-1][0])} still added 10% or "
-                     "more per doubling")
-        else:
-            p95 = (at_knee["load"].get("latency_ms") or {}).get("p95")
-            line += f"{figures.KNEE.name} at {users_text(sweep.knee)} ({figures.LATENCY_P95.name} {figures.millis(p95)} there)"
+        line += knee_words(sweep, figures.millis)
         lines.append(line)
     if sweeps:
         lines.append("users sweep: the table shows each system at its highest throughput; "

@@ -13,7 +13,7 @@ from lakebench import figures, table
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
-from lakebench.results.scaling import label, users, users_sweeps, users_text
+from lakebench.results.scaling import knee_words, label, users, users_sweeps, users_text
 
 
 def summary(data: ReportData) -> str:
@@ -26,14 +26,7 @@ def summary(data: ReportData) -> str:
         best = sweep.best
         line = (f"- **{fmt.escape(label(sweep))}**: highest {figures.THROUGHPUT.name} "
                 f"{fmt.nobreak(figures.rate(best['load']['throughput_per_s']))} at {users_text(users(best))}; ")
-        at_knee = sweep.knee_entry
-        if at_knee is None:
-            line += (f"no {figures.KNEE.name}: each step up to {users_text(sweep.points[-1][0])} still added 10% or more "
-                     "per doubling")
-        else:
-            p95 = number(get_path(at_knee, "load.latency_ms.p95"))
-            line += (f"**{figures.KNEE.name} at {users_text(sweep.knee)}**, {figures.LATENCY_P95.name} "
-                     f"{fmt.nobreak(fmt.millis(p95))} there")
+        line += knee_words(sweep, lambda ms: fmt.nobreak(fmt.millis(number(ms))), lambda text: f"**{text}**")
         saturated = [users(e) for e in sweep.entries if get_path(e, "load.generator_saturated")]
         if saturated:
             line += (f"; **the load generator was saturated** at {', '.join(map(str, saturated))} users: the line "

@@ -19,7 +19,9 @@ name the same knee.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
+from lakebench import figures
 from lakebench.results import stats
 from lakebench.results.schema import case_children, get_path
 
@@ -98,6 +100,20 @@ def users_sweeps(entries: list[dict]) -> list[UsersSweep]:
         words += [rest] if rest else []
         sweeps.append(UsersSweep(name, ", ".join(words), sorted(group, key=users)))
     return sweeps
+
+
+def knee_words(sweep: UsersSweep, millis: Callable[[float | None], str],
+               strong: Callable[[str], str] = lambda text: text) -> str:
+    """Where the sweep stopped scaling, in the words the terminal and the report both use:
+    ``knee at 4 users, latency p95 10.9 ms there`` (``strong`` marks its first part), or that it never
+    did.  ``millis`` writes the latency as its caller writes times."""
+    at_knee = sweep.knee_entry
+    if at_knee is None:
+        return (f"no {figures.KNEE.name}: each step up to {users_text(sweep.points[-1][0])} still added 10% or "
+                "more per doubling")
+    p95 = get_path(at_knee, "load.latency_ms.p95")
+    return (strong(f"{figures.KNEE.name} at {users_text(sweep.knee)}")
+            + f", {figures.LATENCY_P95.name} {millis(p95)} there")
 
 
 def label(sweep: UsersSweep) -> str:

@@ -66,6 +66,17 @@ def _system_list(text: str) -> list[str]:
     return names
 
 
+def _system_url(text: str) -> str:
+    """``--system-url``: an http(s) URL without credentials in it (refused in words that do not repeat them)."""
+    from lakebench.systems.base import refuse_userinfo
+
+    try:
+        refuse_userinfo(text, "the URL")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return http_url(text)
+
+
 DEFAULT_SYSTEMS = "lmdb-nosync,lmdb,oxigraph,memory"
 WIDE_HELP = ("every column of the summary table; without it, the columns that fit the terminal (COLUMNS, "
              "else its width, else 100), the most telling first")
@@ -155,10 +166,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help="system whose figures are 100%% (default: fcrepo if measured, else the first of --systems)")
     run.add_argument("--parent", default="parent",
                      help="name of the parent container, relative to the base URL (default: parent)")
-    run.add_argument("--system-url", type=http_url, metavar="URL",
+    run.add_argument("--system-url", type=_system_url, metavar="URL",
                      help="base URL of a running LDP server: required by the ldp system; for fcrepo "
                      "or lakesuperior, use that server (e.g. http://host:8080/rest/, "
-                     "http://host:8000/ldp/) instead of starting one")
+                     "http://host:8000/ldp/) instead of starting one. Its HTTP Basic credentials, if it "
+                     "needs any, come from the environment variables LAKEBENCH_SYSTEM_USER and "
+                     "LAKEBENCH_SYSTEM_PASSWORD or from --system-netrc, never from the command line (a URL "
+                     "with user:password@ is refused); they are written nowhere")
+    run.add_argument("--system-netrc", type=Path, metavar="FILE",
+                     help="read --system-url's credentials from this netrc file (as curl --netrc-file: the "
+                     "entry 'machine HOST login USER password PASSWORD' of the URL's host, else its "
+                     "'default'); refused if others may read it (chmod 600)")
+    run.add_argument("--system-ca", type=Path, metavar="FILE",
+                     help="PEM bundle of the CA certificates that verify an https:// --system-url (as curl "
+                     "--cacert: these alone are trusted); default: the system's trusted CAs. Verification "
+                     "is never off")
+    run.add_argument("--system-insecure-http", action="store_true",
+                     help="let credentials go over plain http:// to a --system-url host other than loopback "
+                     "(refused without it: anyone on the way reads them)")
     run.add_argument("--system-option", type=_system_option, action=_SystemOptions, default=[], metavar="KEY=VALUE",
                      help="an option of the chosen systems, repeatable; each applies to the systems that "
                      "take it; a key none of --systems takes, or a value out of range, is an error; "
@@ -284,6 +309,7 @@ def cmd_run(args) -> int:
         raise UsageError(f"lakebench run: error: {exc}") from None
     if "ldp" in args.systems and not args.system_url:
         raise UsageError("lakebench run: error: the ldp system needs --system-url")
+    access = _system_access(args)
     out = args.out or Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
     try:
         check_writable(out)
@@ -319,6 +345,7 @@ def cmd_run(args) -> int:
         },
         workload=args.workload,
         workload_params=params,
+        access=access,
     )
     document = run(config)
     print()
@@ -337,6 +364,24 @@ def cmd_run(args) -> int:
         print(line)
     failed = [s["name"] for s in document["systems"] if s["status"] == "failed"]  # skipped is not a failure
     return 1 if failed else 0
+
+
+def _system_access(args):
+    """The credentials and CA bundle for ``--system-url`` (none without it: the environment's
+    credential variables then do not apply, and the options that need it are refused)."""
+    from lakebench.systems.base import NO_ACCESS, HttpAccess
+
+    if not args.system_url:
+        given = [flag for flag, value in (("--system-netrc", args.system_netrc), ("--system-ca", args.system_ca),
+                                          ("--system-insecure-http", args.system_insecure_http)) if value]
+        if given:
+            raise UsageError(f"lakebench run: error: {given[0]} applies to --system-url, which is not given")
+        return NO_ACCESS
+    try:
+        return HttpAccess.resolve(args.system_url, netrc_file=args.system_netrc, ca_file=args.system_ca,
+                                  insecure_http=args.system_insecure_http)
+    except ValueError as exc:
+        raise UsageError(f"lakebench run: error: {exc}") from None
 
 
 def _shown(value) -> str:

@@ -269,7 +269,8 @@ class LocustDriver:
 
         window = _CpuWindow(system.pid())
         out = ingest_with_locust(system.base_url, dataset, users=users,
-                                 budget_seconds=self.spec.budget_seconds, on_progress=progress, parents=parents)
+                                 budget_seconds=self.spec.budget_seconds, on_progress=progress, parents=parents,
+                                 access=system.access)
         cpu = window.close()
         # The ingest's wall time: from the first PUT's start to the last one's end, by Locust's
         # clock (the call also reads the parent's three Prefer variants after the PUTs).
@@ -310,13 +311,14 @@ class LocustDriver:
         # With per-user parents the first user's is the one timed; the others are read once each,
         # outside every figure, so that what is held can be counted.
         parent_url, *others = self._parent_urls or [system.parent_url]
-        got = read_parent_with_locust(system.base_url, parent_url, self.spec.retrievals, before_each)
+        got = read_parent_with_locust(system.base_url, parent_url, self.spec.retrievals, before_each,
+                                      access=system.access)
         last = got[-1]
         self.outcome.retrieval = Retrieval(body=last["body"], parent_uri=parent_url,
                                            content_type=last.get("content_type") or "text/turtle")
         self.outcome.times.setdefault("get parent", []).extend(g["seconds"] for g in got)
         for url in others:
-            (other,) = read_parent_with_locust(system.base_url, url, 1)
+            (other,) = read_parent_with_locust(system.base_url, url, 1, access=system.access)
             self.outcome.other_parents.append(Retrieval(body=other["body"], parent_uri=url,
                                                         content_type=other.get("content_type") or "text/turtle"))
         self.outcome.cache = "cold" if cold else "warm"
@@ -334,7 +336,7 @@ class LocustDriver:
         self.phase("mixed")
         window = _CpuWindow(system.pid())
         state = run_mixed(system.base_url, dataset, weights, existing=self.outcome.created(),
-                          users=self.spec.users, duration=duration, operations=operations)
+                          users=self.spec.users, duration=duration, operations=operations, access=system.access)
         # The mixed tasks are the load test (the ingest before them only fills the parent): its record
         # replaces the ingest's.
         self.outcome.details["load"] = load_record(sorted(state.records, key=lambda r: r["end"]), self.spec.users,

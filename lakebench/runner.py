@@ -51,7 +51,7 @@ from pathlib import Path
 from lakebench import drivers, environment, figures, prefetch, results, systems, table, workloads
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
 from lakebench.runspec import DEFAULT_RETRIEVALS, RunSpec
-from lakebench.systems.base import HttpSystem
+from lakebench.systems.base import NO_ACCESS, PASSWORD_VARIABLE, USER_VARIABLE, WORKER_VARIABLE, HttpAccess, HttpSystem
 from lakebench.dataset import DataSet
 from lakebench.workloads.base import count_containment
 
@@ -88,6 +88,9 @@ class RunConfig:
     #: for a swept parameter is one case per value.
     workload: str = workloads.DEFAULT
     workload_params: dict = field(default_factory=dict)
+    #: Credentials and CA bundle for a server lakebench does not start (``--system-url``): they
+    #: reach the worker in its environment, never in its argv, the RunSpec or the results.
+    access: HttpAccess = NO_ACCESS
 
     def cases(self) -> list[Case]:
         """One case per combination of the swept children counts, literal lengths, workload parameters
@@ -180,15 +183,18 @@ class _Events:
         self._file.flush()
 
 
-def worker(spec: RunSpec, events: _Events) -> dict:
+def worker(spec: RunSpec, events: _Events, access: HttpAccess = NO_ACCESS) -> dict:
     """Measure one system once; returns the run record (also sent as an event).
 
-    A system that fails is still closed, so a server it started does not
-    outlive the run.
+    ``access``: the credentials and CA bundle an HTTP system uses for a server
+    it does not start.  A system that fails is still closed, so a server it
+    started does not outlive the run.
     """
     workload = workloads.load(spec.workload)(spec.dataset, spec.params)
     system_cls = systems.load_target(spec.target)
     system = system_cls(Path(spec.data_dir), spec.dataset, spec.options)
+    if isinstance(system, HttpSystem):
+        system.access = access
     try:
         return _measure(system, workload, spec, events)
     except BaseException:
@@ -297,6 +303,7 @@ def _count_held_triples(record: dict) -> None:
 
 def _worker_main(argv: list[str]) -> int:
     spec = RunSpec.from_json(argv[0])
+    access = HttpAccess.from_environment(os.environ)  # and gone from it: no server started here inherits it
     if spec.driver == "locust":
         # Locust runs on gevent: patch before the system imports ssl/urllib3.
         from gevent import monkey
@@ -304,7 +311,7 @@ def _worker_main(argv: list[str]) -> int:
         monkey.patch_all()
     events = _Events(int(argv[1]))
     try:
-        record = worker(spec, events)
+        record = worker(spec, events, access)
     except BaseException as exc:  # report any failure to the parent, then exit non-zero
         events.send("failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
         return 1
@@ -359,6 +366,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
             [sys.executable, "-m", "lakebench.runner", spec.to_json(), str(write_fd)],
             pass_fds=(write_fd,) if feed_fd is None else (write_fd, feed_fd),
             stdin=subprocess.DEVNULL,
+            env=worker_environment(config.access),
         )
     finally:
         os.close(write_fd)
@@ -410,6 +418,21 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     if not config.keep_data:
         shutil.rmtree(data_dir, ignore_errors=True)
     return record, latencies
+
+
+def worker_environment(access: HttpAccess, environ: dict | None = None) -> dict[str, str]:
+    """A worker's environment: this process's, with ``access`` as :data:`WORKER_VARIABLE` and without
+    the user's credential variables (read once, by the command line, and passed on only when they apply).
+
+    >>> env = worker_environment(NO_ACCESS, {"LAKEBENCH_SYSTEM_PASSWORD": "x", "PATH": "/bin"})
+    >>> env
+    {'PATH': '/bin'}
+    """
+    env = dict(os.environ if environ is None else environ)
+    for name in (USER_VARIABLE, PASSWORD_VARIABLE, WORKER_VARIABLE):
+        env.pop(name, None)
+    env.update(access.environment())
+    return env
 
 
 def _write_failure_log(out: Path, label: str, event: dict) -> tuple[str, Path | None]:

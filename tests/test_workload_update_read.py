@@ -47,7 +47,9 @@ def test_every_update_held(updated, name):
                                 "stale": 0}
     assert entry["sent"] == {"children": CHILDREN, "triples": CHILDREN * 200, "updates": 30,
                              "triples_replaced": 300}
-    assert entry["held"] == {"children": CHILDREN, "updates": 30}
+    # A system that counts its own triples holds those sent (lmdb-http does not count them).
+    counted = {} if name == "lmdb-http" else {"triples": CHILDREN * 200}
+    assert entry["held"] == {"children": CHILDREN, "updates": 30, **counted}
     assert entry["operations"]["update"]["count"] == 30
     assert entry["operations"]["update"].get("errors", 0) == 0
     assert entry["operations"]["create"]["count"] == CHILDREN
@@ -63,7 +65,8 @@ def test_every_read_holds_its_child(read, name):
     assert entry["status"] == "ok", entry.get("error")
     assert entry["reads"] == {"requested": 30, "ok": 30, "checked": 30, "cold_requested": 0, "cold": False,
                               "cold_done": 0, "cold_ok": 0}
-    assert entry["held"] == {"children": CHILDREN, "reads": 30}
+    counted = {} if name == "lmdb-http" else {"triples": CHILDREN * 200}
+    assert entry["held"] == {"children": CHILDREN, "reads": 30, **counted}
     assert entry["operations"]["get child"]["count"] == 30
     assert entry["operations"]["get child"]["per_second"] > 0
     assert "get child cold" not in entry["operations"]

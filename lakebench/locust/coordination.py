@@ -125,7 +125,7 @@ class LocalCoordinator(Coordinator):
         self._users_started = 0
         try:
             for url in config.parent_urls:
-                create_parent(url)
+                create_parent(url, config.access)
         except LoadTestError as exc:
             self.abort(str(exc))
             return
@@ -199,7 +199,7 @@ class LocalCoordinator(Coordinator):
         try:
             self._wait_for_stats()
             self.monitor.set(phase="retrieve")
-            session = stats_session(self.environment, cfg.base_url)
+            session = stats_session(self.environment, cfg.base_url, cfg.access)
             for variant in GET_NAMES:
                 self.retrievals[variant] = retrieve_parent(session, cfg.parent_url, variant)
             self.monitor.set(phase="after")

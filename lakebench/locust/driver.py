@@ -9,6 +9,7 @@ from lakebench.locust.coordination import LocalCoordinator
 from lakebench.locust.ingest import ingest_user_class
 from lakebench.locust.options import IngestConfig
 from lakebench.dataset import DataSet
+from lakebench.systems.base import NO_ACCESS, HttpAccess
 
 #: How often the ingest tells the runner how many children exist (when the count changed).
 PROGRESS_INTERVAL = 0.1
@@ -18,7 +19,8 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
                        server_pid: int | None = None, data_dir: str | os.PathLike | None = None, *,
                        monitor_interval: float = 0.5, monitor_tail: float = 0.0, first_alone: bool = True,
                        timeout: float | None = None, budget_seconds: float | None = None,
-                       on_progress: Callable[[int], None] | None = None, parents: str = "shared") -> dict:
+                       on_progress: Callable[[int], None] | None = None, parents: str = "shared",
+                       access: HttpAccess = NO_ACCESS) -> dict:
     """Ingest ``workload`` into the LDP server at ``base_url`` with Locust as a library.
 
     The same ``IngestUser`` as ``locustfiles/ingest.py``, in a local
@@ -39,6 +41,8 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
     ``parents``: ``shared`` (every user PUTs into the one parent) or
     ``per-user`` (each into a parent of its own, the result's
     ``parent_urls``; the three retrievals read the first).
+    ``access``: the credentials every request carries and the CAs TLS is
+    verified against (:class:`~lakebench.systems.base.HttpAccess`).
     Raises :class:`~lakebench.locust.LoadTestError` if the parent exists
     already or the run does not finish within ``timeout`` seconds.  Imports
     Locust, which monkey-patches this process with gevent: call it in a
@@ -51,8 +55,9 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
     config = IngestConfig(base_url=base_url, dataset=dataset, server_pid=server_pid,
                           data_dir=str(data_dir) if data_dir is not None else None,
                           monitor_interval=monitor_interval, monitor_tail=monitor_tail, first_alone=first_alone,
-                          budget_seconds=budget_seconds, parents=parents, users=users)
+                          budget_seconds=budget_seconds, parents=parents, users=users, access=access)
     environment = Environment(user_classes=[user_class], host=config.base_url)
+    environment.lakebench_access = access
     runner = environment.create_local_runner()
     coordinator = LocalCoordinator(environment)
     environment.lakebench = coordinator
@@ -87,13 +92,14 @@ def ingest_with_locust(base_url: str, dataset: DataSet, users: int = 1, spawn_ra
     return coordinator.result
 
 
-def read_parent_with_locust(base_url: str, parent_url: str, retrievals: int, before_each=None) -> list[dict]:
+def read_parent_with_locust(base_url: str, parent_url: str, retrievals: int, before_each=None,
+                            access: HttpAccess = NO_ACCESS) -> list[dict]:
     """GET the parent (full) ``retrievals`` times through a Locust client, after the workload.
 
     Each is timed by Locust's request event (its ``response_time``); returns
     ``{"seconds", "status", "content_type", "body"}`` per retrieval, in order.
     ``before_each()`` runs before each request's clock (``--cold`` drops the
-    page cache there).  Raises :class:`~lakebench.locust.LoadTestError` on an
+    page cache there); ``access`` as for :func:`ingest_with_locust`.  Raises :class:`~lakebench.locust.LoadTestError` on an
     answer other than 200.
     """
     from locust.env import Environment
@@ -108,12 +114,14 @@ def read_parent_with_locust(base_url: str, parent_url: str, retrievals: int, bef
             seconds.append(response_time / 1000.0)
 
     environment.events.request.add_listener(on_request)
-    session = stats_session(environment, base_url)
+    session = stats_session(environment, base_url, access)
     out = []
     for _ in range(retrievals):
         if before_each is not None:
             before_each()
         got = retrieve_parent(session, parent_url, "full", count=False)
+        if got["status"] in (401, 403):
+            raise LoadTestError(f"GET {parent_url}: {access.refusal(got['status'])}")
         if got["status"] != 200:
             raise LoadTestError(f"GET {parent_url}: HTTP {got['status']} "
                                 f"{got['body'][:200].decode('utf-8', 'replace').strip()}")

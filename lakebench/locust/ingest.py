@@ -125,6 +125,7 @@ def install_ingest(events) -> None:
         coordinator = environment.lakebench
         try:
             config = IngestConfig.from_options(environment.parsed_options, environment.host)
+            environment.lakebench_access = config.access  # before the users are made: their clients use it
         except (LoadTestError, ValueError) as exc:
             if isinstance(coordinator, LocalCoordinator):
                 coordinator.config = None
@@ -150,9 +151,11 @@ def install_ingest(events) -> None:
 @functools.cache
 def ingest_user_class() -> type:
     """``IngestUser``, the user of ``locustfiles/ingest.py``; imports Locust on the first call."""
-    from locust import FastHttpUser, constant, task
+    from locust import constant, task
 
-    class IngestUser(FastHttpUser):
+    from lakebench.locust.ldp_requests import access_user_class
+
+    class IngestUser(access_user_class()):
         """PUTs workload children until the dispenser has none left."""
 
         wait_time = constant(0)

@@ -3,13 +3,22 @@
 Every timed request goes through a Locust client, so Locust's statistics,
 CSV and HTML reports hold it under one of the names here; the parent's
 creation is set-up, never timed, and goes through lakebench's own LDP client.
+
+Every client here, Locust's included, goes with the run's access
+(:class:`~lakebench.systems.base.HttpAccess`): its ``Authorization`` header
+on each request, and TLS verified (Locust's ``FastHttpUser`` verifies
+nothing by default; these users and sessions always do), against
+``--system-ca`` or the system's CAs.  A Locust process keeps its access as
+``environment.lakebench_access`` (:func:`environment_access`).
 """
 from __future__ import annotations
 
+import functools
 import time
 
 from lakebench.locust import LoadTestError
 from lakebench.dataset import LDP_CONTAINS
+from lakebench.systems.base import NO_ACCESS, HttpAccess
 
 TURTLE = "text/turtle"
 PUT_NAME = "PUT child"
@@ -32,12 +41,12 @@ CREATED = (201, 204)  # what a successful child PUT may answer
 PUT_HEADERS = {"Content-Type": TURTLE, "Accept-Encoding": "identity"}
 
 
-def create_parent(parent_url: str) -> None:
+def create_parent(parent_url: str, access: HttpAccess = NO_ACCESS) -> None:
     """PUT the parent container; refuse if it exists.  Not a Locust request: set-up is not measured."""
     from lakebench.systems import ldp
     from lakebench.systems.base import SystemFailure
 
-    http = ldp.new_pool()
+    http = ldp.new_pool(access)
     try:
         ldp.create_parent(http, parent_url)
     except SystemFailure as exc:
@@ -46,12 +55,64 @@ def create_parent(parent_url: str) -> None:
         http.clear()
 
 
-def stats_session(environment, base_url: str):
+def environment_access(environment) -> HttpAccess:
+    """The access of this Locust process: what the library entry points or the locustfiles' options
+    set as ``environment.lakebench_access``; none (TLS still verified) when nothing did."""
+    return getattr(environment, "lakebench_access", None) or NO_ACCESS
+
+
+def ssl_context_factory(access: HttpAccess):
+    """geventhttpclient's ``ssl_context_factory``: a verifying context from ``access`` (it passes its
+    own ``cafile``, certifi's bundle, which is ignored: the CAs trusted are the run's)."""
+    import gevent.ssl
+
+    def factory(cafile=None, **_kw):
+        return access.ssl_context(gevent.ssl.create_default_context)
+
+    return factory
+
+
+def session_options(access: HttpAccess) -> dict:
+    """What a ``FastHttpSession`` is given so that it verifies TLS as ``access`` says."""
+    return {"insecure": False, "ssl_context_factory": ssl_context_factory(access)}
+
+
+def authorize(session, access: HttpAccess) -> None:
+    """Send ``access``'s credentials with every request of a ``FastHttpSession`` (its own header slot,
+    which a request's ``auth=`` alone overrides)."""
+    session.auth_header = access.authorization
+
+
+def stats_session(environment, base_url: str, access: HttpAccess | None = None):
     """A Locust HTTP client not tied to a user: its requests go to Locust's stats."""
     from locust.contrib.fasthttp import FastHttpSession
 
-    return FastHttpSession(base_url=base_url, request_event=environment.events.request, user=None,
-                           network_timeout=600.0, connection_timeout=30.0, max_retries=0)
+    access = environment_access(environment) if access is None else access
+    session = FastHttpSession(base_url=base_url, request_event=environment.events.request, user=None,
+                              network_timeout=600.0, connection_timeout=30.0, max_retries=0,
+                              **session_options(access))
+    authorize(session, access)
+    return session
+
+
+@functools.cache
+def access_user_class() -> type:
+    """The base of lakebench's Locust users: a ``FastHttpUser`` whose client goes with the process's
+    access (:func:`environment_access`) and verifies TLS.  Imports Locust on the first call."""
+    from locust import FastHttpUser
+
+    class AccessUser(FastHttpUser):
+        abstract = True
+        insecure = False  # Locust's default is True: no certificate verified, silently
+
+        def __init__(self, environment) -> None:
+            access = environment_access(environment)
+            self.ssl_context_factory = ssl_context_factory(access)  # read by FastHttpUser.__init__
+            super().__init__(environment)
+            authorize(self.client, access)
+
+    AccessUser.__module__ = __name__
+    return AccessUser
 
 
 def retrieve_parent(session, parent_url: str, variant: str, count: bool = True) -> dict:

@@ -237,7 +237,9 @@ _TASK_CALLS = {"create": create, "patch": patch, "get": get, "parent": get_paren
 
 def mixed_user_class(weights: dict[str, int], state: MixedState) -> type:
     """A Locust user class whose tasks are ``weights``' (a task of weight 0 never runs)."""
-    from locust import FastHttpUser, constant
+    from locust import constant
+
+    from lakebench.locust.ldp_requests import access_user_class
 
     def ticketed(name, call):
         def task(user) -> None:
@@ -258,7 +260,7 @@ def mixed_user_class(weights: dict[str, int], state: MixedState) -> type:
         task.__name__ = name
         return task
 
-    class MixedUser(FastHttpUser):
+    class MixedUser(access_user_class()):
         wait_time = constant(0)
         network_timeout = 600.0
         connection_timeout = 30.0
@@ -275,13 +277,15 @@ def mixed_user_class(weights: dict[str, int], state: MixedState) -> type:
 
 
 def run_mixed(base_url: str, dataset: DataSet, weights: dict[str, int], existing: int, users: int = 1,
-              duration: float | None = None, operations: int = 0) -> MixedState:
+              duration: float | None = None, operations: int = 0, access=None) -> MixedState:
     """Run the mixed users against the server at ``base_url`` whose parent holds ``dataset``'s
     children ``0..existing-1``.
 
     Stops after ``operations`` operations, or else ``duration`` seconds;
     returns the state (times, errors, created children, patched values) with
     ``state.wall_seconds``, from the users' start to the last operation's end.
+    ``access``: the credentials and CAs of the users' requests
+    (:class:`~lakebench.systems.base.HttpAccess`; default none, TLS verified).
     Imports Locust (gevent's monkey-patching): call it in a fresh process.
     """
     import gevent
@@ -292,6 +296,7 @@ def run_mixed(base_url: str, dataset: DataSet, weights: dict[str, int], existing
     state = MixedState(dataset, base_url, existing=existing, operations=operations, users=users)
     state.done = gevent.event.Event()
     environment = Environment(user_classes=[mixed_user_class(weights, state)], host=base_url)
+    environment.lakebench_access = access
     environment.events.request.add_listener(state.on_request)
     runner = environment.create_local_runner()
     t0 = time.perf_counter()

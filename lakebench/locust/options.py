@@ -6,12 +6,13 @@ locustfile is read); docs/locust.rst lists them all.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lakebench.locust import LoadTestError
 from lakebench.locust.ldp_requests import GET_NAMES
 from lakebench.dataset import DEFAULT_PARENT, DataSet
+from lakebench.systems.base import NO_ACCESS, HttpAccess, refuse_userinfo
 
 
 @dataclass
@@ -34,12 +35,18 @@ class IngestConfig:
     #: ``per-user``: each of ``users`` users into a parent of its own (:attr:`parent_names`).
     parents: str = "shared"
     users: int = 1
+    #: Credentials and CA bundle (:class:`~lakebench.systems.base.HttpAccess`); never in the record.
+    access: HttpAccess = field(default=NO_ACCESS, repr=False)
 
     def __post_init__(self) -> None:
         if self.parents not in PARENTS:
             raise LoadTestError(f"parents must be {' or '.join(PARENTS)}, got {self.parents!r}")
         if not self.base_url:
             raise LoadTestError("no base URL: give the LDP server's base with --host, e.g. http://127.0.0.1:8080/rest/")
+        try:  # the URL goes into the record: no password in it
+            refuse_userinfo(self.base_url, "--host")
+        except ValueError as exc:
+            raise LoadTestError(str(exc)) from None
         if not self.base_url.endswith("/"):
             self.base_url += "/"
 
@@ -82,6 +89,7 @@ class IngestConfig:
             monitor_tail=options.monitor_tail,
             block_cap=options.index_block,
             first_alone=options.first_alone,
+            access=access_from_options(options, host),
         )
 
 
@@ -96,6 +104,33 @@ def per_user_parent(parent: str, user: int) -> str:
     'parent-u3'
     """
     return f"{parent}-u{user}"
+
+
+def access_from_options(options: Any, host: str | None) -> HttpAccess:
+    """The access the locustfiles' options and the environment give (``--system-netrc``,
+    ``--system-ca``, ``--system-insecure-http``, ``LAKEBENCH_SYSTEM_USER`` and
+    ``LAKEBENCH_SYSTEM_PASSWORD``), as ``lakebench run`` reads them; LoadTestError, in one line."""
+    if not host:
+        raise LoadTestError("no base URL: give the LDP server's base with --host, e.g. http://127.0.0.1:8080/rest/")
+    try:
+        return HttpAccess.resolve(host, netrc_file=getattr(options, "system_netrc", None),
+                                  ca_file=getattr(options, "system_ca", None),
+                                  insecure_http=bool(getattr(options, "system_insecure_http", False)))
+    except ValueError as exc:
+        raise LoadTestError(str(exc).replace("--system-url", "--host")) from None
+
+
+def add_access_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the server at ``--host`` is reached: the options ``lakebench run`` has for ``--system-url``."""
+    group = parser.add_argument_group(
+        "lakebench access", "credentials (HTTP Basic, from LAKEBENCH_SYSTEM_USER and LAKEBENCH_SYSTEM_PASSWORD "
+        "or a netrc file, never the command line) and TLS verification")
+    group.add_argument("--system-netrc", default=None, metavar="FILE",
+                       help="read the credentials from this netrc file's entry for --host's host (mode 600)")
+    group.add_argument("--system-ca", default=None, metavar="FILE",
+                       help="PEM bundle of the CAs that verify an https:// --host (default: the system's)")
+    group.add_argument("--system-insecure-http", action="store_true", default=False,
+                       help="let credentials go over plain http:// to a host other than loopback")
 
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,6 +152,7 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
                             "(Fedora 4 registers namespace prefixes) is not raced (default: yes)")
     group.add_argument("--index-block", type=int, default=0,
                        help="distributed runs: most indices a worker gets at once (default 0: guided by what is left)")
+    add_access_arguments(parser)
 
 
 def add_retrieve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -128,4 +164,5 @@ def add_retrieve_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--parent-ratio", type=float, default=0.05, help="share of requests that GET the parent (default 0.05)")
     group.add_argument("--parent-variant", choices=sorted(GET_NAMES), default="full",
                        help="how the parent is read (default full)")
+    add_access_arguments(parser)
 

@@ -13,8 +13,9 @@ import logging
 import random
 
 from lakebench.locust import LoadTestError
-from lakebench.locust.ldp_requests import CHILD_GET_NAME, TURTLE, parse_containment, retrieve_parent
-from lakebench.locust.options import add_retrieve_arguments
+from lakebench.locust.ldp_requests import (CHILD_GET_NAME, TURTLE, environment_access, parse_containment,
+                                           retrieve_parent)
+from lakebench.locust.options import access_from_options, add_retrieve_arguments
 from lakebench.dataset import DEFAULT_PARENT
 
 log = logging.getLogger("lakebench.locust")
@@ -41,7 +42,8 @@ class _Targets:
 
 def discover(environment) -> tuple[str, list[str]]:
     """The parent URL and its children, from ``--children`` or the parent's containment triples."""
-    import urllib3
+    from lakebench.systems import ldp
+    from lakebench.systems.base import SystemFailure
 
     options = environment.parsed_options
     base = environment.host or ""
@@ -53,11 +55,11 @@ def discover(environment) -> tuple[str, list[str]]:
     parent_url = base + parent
     if count:
         return parent_url, [f"{parent_url}/c{k:08d}" for k in range(count)]
-    http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=10.0, read=600.0))
+    http = ldp.new_pool(environment_access(environment))
     try:
-        resp = http.request("GET", parent_url, headers={"Accept": TURTLE})
-    except urllib3.exceptions.HTTPError as exc:
-        raise LoadTestError(f"cannot reach {parent_url}: {exc}") from None
+        resp = ldp.request(http, "GET", parent_url, headers={"Accept": TURTLE})
+    except SystemFailure as exc:
+        raise LoadTestError(f"cannot read the parent: {exc}") from None
     finally:
         http.clear()
     if resp.status != 200:
@@ -96,9 +98,10 @@ def install_retrieve(events) -> None:
     def on_test_start(environment, **_kw):
         from locust.runners import WorkerRunner
 
-        if isinstance(environment.runner, WorkerRunner):
-            return  # workers discover lazily, in their first user
-        try:
+        try:  # each process its own, from its own environment and files, before its users are made
+            environment.lakebench_access = access_from_options(environment.parsed_options, environment.host)
+            if isinstance(environment.runner, WorkerRunner):
+                return  # workers discover lazily, in their first user
             parent_url, children = environment.lakebench_targets.get(environment)
         except LoadTestError as exc:
             import gevent
@@ -116,10 +119,12 @@ def install_retrieve(events) -> None:
 @functools.cache
 def read_user_class() -> type:
     """``ReadUser``, the user of ``locustfiles/retrieve.py``; imports Locust on the first call."""
-    from locust import FastHttpUser, constant, task
+    from locust import constant, task
     from locust.exception import StopUser
 
-    class ReadUser(FastHttpUser):
+    from lakebench.locust.ldp_requests import access_user_class
+
+    class ReadUser(access_user_class()):
         """GETs the parent now and then, random children mostly."""
 
         wait_time = constant(0)

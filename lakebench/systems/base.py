@@ -3,13 +3,24 @@
 A system knows one repository and nothing about timing: the driver
 (``lakebench.drivers``) holds the only clock, like YCSB's DB wrapper.  One
 instance lives in one fresh worker process with its own data directory.
+
+What every HTTP system's requests share is here too: :class:`HttpAccess`,
+the credentials and TLS trust for a server lakebench does not start
+(``--system-url``), read from the environment or a netrc file, never from a
+command line, and written nowhere.
 """
 from __future__ import annotations
 
+import base64
+import ipaddress
+import json
 import os
-from dataclasses import dataclass
+import ssl
+import stat
+import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, MutableMapping
 
 from lakebench.dataset import Child, DataSet
 from lakebench.durability import Durability
@@ -189,14 +200,231 @@ class System:
         """Release the repository; after this, disk size is final."""
 
 
+#: Where ``lakebench run`` (and the locustfiles) read the HTTP Basic credentials of a server
+#: lakebench does not start; never from a command line.
+USER_VARIABLE = "LAKEBENCH_SYSTEM_USER"
+PASSWORD_VARIABLE = "LAKEBENCH_SYSTEM_PASSWORD"
+#: How the credentials and the CA bundle cross into a worker process: one JSON value in its
+#: environment (never its argv, where ``ps`` shows it), removed as the worker reads it.
+WORKER_VARIABLE = "LAKEBENCH_SYSTEM_ACCESS"
+#: What to do instead, said by every refusal of credentials.
+CREDENTIALS_HOW = (f"set {USER_VARIABLE} and {PASSWORD_VARIABLE}, or give --system-netrc FILE "
+                   "(a netrc file only you can read)")
+
+
+@dataclass(frozen=True)
+class HttpAccess:
+    """How a server lakebench does not start is reached: HTTP Basic credentials, and the CA bundle
+    its TLS certificate is verified against (None: the system's trusted CAs).
+
+    Verification is always on; the credentials are sent with every request, and written nowhere:
+    the repr hides the password, and they cross into a worker in its environment
+    (:meth:`environment`, :meth:`from_environment`).
+
+    >>> access = HttpAccess("alice", "s3cret", source="test")
+    >>> access.authorization, "s3cret" in repr(access)
+    ('Basic YWxpY2U6czNjcmV0', False)
+    >>> HttpAccess.from_environment(access.environment()) == access
+    True
+    """
+
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+    #: Where the credentials came from, for messages ("LAKEBENCH_SYSTEM_USER and
+    #: LAKEBENCH_SYSTEM_PASSWORD", "the netrc entry for HOST in FILE"); never the credentials.
+    source: str = ""
+
+    def __repr__(self) -> str:
+        hidden = "'***'" if self.password is not None else "None"
+        return f"HttpAccess(user={self.user!r}, password={hidden}, ca_file={self.ca_file!r}, source={self.source!r})"
+
+    @property
+    def authorization(self) -> str | None:
+        """The ``Authorization`` header's value (RFC 7617, UTF-8), or None without credentials."""
+        if self.user is None:
+            return None
+        token = base64.b64encode(f"{self.user}:{self.password or ''}".encode("utf-8")).decode("ascii")
+        return f"Basic {token}"
+
+    def headers(self) -> dict[str, str]:
+        """The headers every request carries: the ``Authorization`` one, if any."""
+        value = self.authorization
+        return {"Authorization": value} if value else {}
+
+    def ssl_context(self, create: Callable[..., ssl.SSLContext] | None = None) -> ssl.SSLContext:
+        """A context that verifies the server's certificate and name: against ``ca_file`` alone when
+        given (as ``curl --cacert``), else the system's trusted CAs.  ``create``: the
+        ``create_default_context`` to use (gevent's, for Locust)."""
+        return (create or ssl.create_default_context)(cafile=self.ca_file)
+
+    def refusal(self, status: int) -> str:
+        """What an answer 401 or 403 means, in one line."""
+        if status == 401:
+            if self.user is None:
+                return f"HTTP 401: the server needs credentials: {CREDENTIALS_HOW}"
+            return f"HTTP 401: the server refused the credentials in {self.source}"
+        if self.user is None:
+            return f"HTTP 403: the server forbids it without credentials ({CREDENTIALS_HOW})"
+        return f"HTTP 403: the server forbids it to the user of the credentials in {self.source}"
+
+    # -- into a worker, and out -------------------------------------------
+    def environment(self) -> dict[str, str]:
+        """What a worker's environment gets (:data:`WORKER_VARIABLE`); nothing without access settings."""
+        if self == NO_ACCESS:
+            return {}
+        fields = {"user": self.user, "password": self.password, "ca_file": self.ca_file, "source": self.source}
+        return {WORKER_VARIABLE: json.dumps(fields)}
+
+    @classmethod
+    def from_environment(cls, environ: MutableMapping[str, str]) -> "HttpAccess":
+        """The access a worker was given, removed from ``environ`` (so that no process the worker starts
+        inherits it); :data:`NO_ACCESS` when none."""
+        text = environ.pop(WORKER_VARIABLE, None)
+        if not text:
+            return NO_ACCESS
+        return cls(**json.loads(text))
+
+    # -- from what the user gave ------------------------------------------
+    @classmethod
+    def resolve(cls, url: str, *, netrc_file: str | os.PathLike | None = None,
+                ca_file: str | os.PathLike | None = None, insecure_http: bool = False,
+                environ: MutableMapping[str, str] | None = None) -> "HttpAccess":
+        """The access to the server at ``url``: credentials from :data:`USER_VARIABLE` and
+        :data:`PASSWORD_VARIABLE` or from ``netrc_file``'s entry for the URL's host, and ``ca_file``.
+
+        Raises ValueError, in one line that never holds a credential, for a URL with credentials in
+        it, credentials given both ways or half given, a netrc file others may read or without an
+        entry for the host, credentials bound for plain ``http://`` to a host other than loopback
+        (unless ``insecure_http``), or a CA bundle that is not one.
+        """
+        environ = os.environ if environ is None else environ
+        refuse_userinfo(url, "--system-url")
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        user, password = environ.get(USER_VARIABLE), environ.get(PASSWORD_VARIABLE)
+        source = ""
+        if netrc_file is not None:
+            if user is not None or password is not None:
+                raise ValueError(f"credentials given twice: in {USER_VARIABLE}/{PASSWORD_VARIABLE} and "
+                                 "with --system-netrc; give one")
+            user, password = netrc_credentials(netrc_file, host)
+            source = f"the netrc entry for {host} in {netrc_file}"
+        elif user is not None or password is not None:
+            if not user or not password:
+                missing = [name for name, value in ((USER_VARIABLE, user), (PASSWORD_VARIABLE, password))
+                           if not value]
+                raise ValueError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} empty or "
+                                 f"not set: set both {USER_VARIABLE} and {PASSWORD_VARIABLE}, or neither")
+            source = f"{USER_VARIABLE} and {PASSWORD_VARIABLE}"
+        if user is not None and ":" in user:
+            raise ValueError("the user name of HTTP Basic credentials cannot hold ':' (RFC 7617)")
+        if insecure_http and parts.scheme != "http":
+            raise ValueError("--system-insecure-http applies to an http:// --system-url")
+        if insecure_http and user is None:
+            raise ValueError("--system-insecure-http lets credentials go over http://, and none are given")
+        if user is not None and parts.scheme == "http" and not is_loopback(host) and not insecure_http:
+            raise ValueError(f"credentials would cross the network in clear text to {host} over http://: "
+                             "use https://, or give --system-insecure-http if the network between is yours")
+        if ca_file is not None:
+            if parts.scheme != "https":
+                raise ValueError("--system-ca verifies an https:// server; --system-url is not https://")
+            check_ca_bundle(ca_file)
+        return cls(user=user, password=password, ca_file=str(ca_file) if ca_file is not None else None,
+                   source=source)
+
+
+#: No credentials; certificates verified against the system's trusted CAs.
+NO_ACCESS = HttpAccess()
+
+
+def refuse_userinfo(url: str, option: str) -> None:
+    """ValueError if ``url`` holds credentials (``https://user:password@host/``), in a message that
+    does not repeat them.
+
+    >>> refuse_userinfo("https://host/rest/", "--host")
+    >>> refuse_userinfo("https://alice:s3cret@host/", "--host")
+    Traceback (most recent call last):
+    ...
+    ValueError: --host holds credentials (user:password@): remove them and set LAKEBENCH_SYSTEM_USER and LAKEBENCH_SYSTEM_PASSWORD, or give --system-netrc FILE (a netrc file only you can read)
+    """
+    parts = urllib.parse.urlsplit(url.strip())
+    well_formed = parts.scheme in ("http", "https") and parts.netloc
+    if "@" in (parts.netloc if well_formed else url):
+        raise ValueError(f"{option} holds credentials (user:password@): remove them and {CREDENTIALS_HOW}")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback (``localhost``, 127.0.0.0/8, ``::1``).
+
+    >>> is_loopback("127.0.0.2"), is_loopback("::1"), is_loopback("localhost"), is_loopback("fedora.example")
+    (True, True, True, False)
+    """
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def netrc_credentials(path: str | os.PathLike, host: str) -> tuple[str, str]:
+    """``(login, password)`` of ``host``'s entry in the netrc file at ``path`` (else its ``default``).
+
+    Refuses (ValueError) a file that is not the user's own or that others may read or write, as
+    ``ftp`` and Python's ``netrc`` do for ``~/.netrc``; a syntax error is reported by line alone
+    (the netrc module's message may quote a password).
+    """
+    import netrc
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"--system-netrc {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"--system-netrc {path}: not a regular file")
+    if st.st_uid != os.getuid():
+        raise ValueError(f"--system-netrc {path}: owned by another user; it must be yours")
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ValueError(f"--system-netrc {path}: others may read or change it (mode {stat.S_IMODE(st.st_mode):o}): "
+                         f"chmod 600 {path}")
+    try:
+        entry = netrc.netrc(os.fspath(path)).authenticators(host)
+    except netrc.NetrcParseError as exc:
+        raise ValueError(f"--system-netrc {path}: not a netrc file (line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--system-netrc {path}: cannot read it ({type(exc).__name__})") from None
+    if entry is None:
+        raise ValueError(f"--system-netrc {path}: no entry for {host} (machine {host}) and no default")
+    login, _account, password = entry
+    if not login or not password:
+        raise ValueError(f"--system-netrc {path}: the entry for {host} lacks a "
+                         + ("login" if not login else "password"))
+    return login, password
+
+
+def check_ca_bundle(path: str | os.PathLike) -> None:
+    """ValueError unless ``path`` is a PEM file of CA certificates that TLS verification can load."""
+    try:
+        ssl.create_default_context(cafile=os.fspath(path))
+    except ssl.SSLError as exc:
+        raise ValueError(f"--system-ca {path}: no PEM CA certificate in it ({exc.reason or exc})") from None
+    except OSError as exc:
+        raise ValueError(f"--system-ca {path}: {exc.strerror or exc}") from None
+
+
 class HttpSystem(System):
     """A system reached over HTTP: what a driver needs from it, and no more.
 
     Locust users and lakebench's client both send plain HTTP to
-    ``base_url``; they never reach into a concrete system's attributes.
+    ``base_url``, with ``access`` (credentials, TLS trust); they never reach
+    into a concrete system's attributes.
     """
 
     transport = "http"
+    #: How its server is reached: what ``lakebench run`` was given (credentials, CA bundle) for a
+    #: server lakebench does not start, set by the worker; a server of lakebench's own takes none.
+    access: HttpAccess = NO_ACCESS
     #: The repository's base URL (ends with ``/``); set by :meth:`connect`.
     base_url: str
     #: The parent container's URL; set by :meth:`connect`.

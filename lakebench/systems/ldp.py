@@ -10,12 +10,19 @@ keep-alive connection (urllib3), so connection set-up is not measured.
 process and disk are not ours to watch, so they are reported as unknown.
 Subclasses (``fcrepo``, ``lmdb-http``) start their own server and say which
 process and directory to watch.
+
+A server lakebench does not start is reached with the system's ``access``
+(:class:`~lakebench.systems.base.HttpAccess`): HTTP Basic credentials on
+every request, TLS verified against ``--system-ca`` or the system's CAs; an
+answer 401 or 403 fails the run with one line saying which.
 """
 from __future__ import annotations
 
+import ssl
+
 import urllib3
 
-from lakebench.systems.base import HttpSystem, Retrieval, SystemFailure
+from lakebench.systems.base import NO_ACCESS, HttpAccess, HttpSystem, Retrieval, SystemFailure
 from lakebench.dataset import Child, escape_string
 from lakebench.durability import Durability
 
@@ -40,8 +47,10 @@ class LdpSystem(HttpSystem):
     def connect(self) -> None:
         self.server_pid: int | None = None
         base = self.start_server()
+        if self.server_pid is not None:  # a server of lakebench's own, on loopback: no credentials
+            self.access = NO_ACCESS
         self.base_url = base if base.endswith("/") else base + "/"
-        self.http = new_pool()
+        self.http = new_pool(self.access)
         self.parent_url = self.base_url + self.dataset.parent
 
     def _request(self, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
@@ -136,20 +145,49 @@ def sparql_update(replacements: list[tuple[str, str, str]]) -> bytes:
     return f"DELETE DATA {{ {deleted} }} ;\nINSERT DATA {{ {inserted} }}".encode("utf-8")
 
 
-def new_pool() -> urllib3.PoolManager:
-    """One keep-alive connection, no retries: a failed request is a result, never repeated."""
-    return urllib3.PoolManager(num_pools=1, maxsize=1, retries=False,
-                               timeout=urllib3.Timeout(connect=10.0, read=600.0))
+class Pool(urllib3.PoolManager):
+    """urllib3's pool, and the access (credentials, TLS trust) every request of it goes with."""
+
+    def __init__(self, access: HttpAccess = NO_ACCESS, **kwargs):
+        if access.ca_file is not None:
+            kwargs["ssl_context"] = access.ssl_context()
+        super().__init__(**kwargs)
+        self.access = access
 
 
-def request(http: urllib3.PoolManager, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
+def new_pool(access: HttpAccess = NO_ACCESS) -> Pool:
+    """One keep-alive connection, no retries: a failed request is a result, never repeated.
+    ``access``: the credentials sent and the CAs trusted (default: none, the system's)."""
+    return Pool(access, num_pools=1, maxsize=1, retries=False, timeout=urllib3.Timeout(connect=10.0, read=600.0))
+
+
+def request(http: urllib3.PoolManager, method: str, url: str, *, headers: dict | None = None,
+            **kwargs) -> urllib3.BaseHTTPResponse:
+    """One request through ``http``, with its access's ``Authorization`` header.
+
+    SystemFailure, in one line, when it cannot be sent (no connection, TLS not verified) or the
+    server answers 401 or 403 (credentials needed, refused, or not enough).
+    """
+    access = getattr(http, "access", NO_ACCESS)
+    # urllib3 replaces, not merges, a pool's headers with a request's: merged here.
+    headers = {**access.headers(), **(headers or {})}
     try:
-        return http.request(method, url, **kwargs)
+        response = http.request(method, url, headers=headers, **kwargs)
     except urllib3.exceptions.NewConnectionError as exc:  # refused, no such host: say so, not urllib3's repr
         reason = getattr(exc.__cause__ or exc.__context__, "strerror", None) or exc
         raise SystemFailure(f"{method} {url}: cannot connect ({reason})") from exc
+    except urllib3.exceptions.SSLError as exc:
+        cause = exc.__cause__ or exc.__context__ or exc
+        if not isinstance(cause, ssl.SSLCertVerificationError):  # no TLS there, a protocol refused, ...
+            raise SystemFailure(f"{method} {url}: TLS failed ({getattr(cause, 'reason', None) or cause})") from exc
+        against = "" if access.ca_file is None else f" against {access.ca_file}"
+        raise SystemFailure(f"{method} {url}: TLS: the server's certificate is not verified{against} "
+                            f"({cause.verify_message}); give the CA bundle that signed it with --system-ca") from exc
     except urllib3.exceptions.HTTPError as exc:
         raise SystemFailure(f"{method} {url}: {exc}") from exc
+    if response.status in (401, 403):
+        raise SystemFailure(f"{method} {url}: {access.refusal(response.status)}")
+    return response
 
 
 def expect(response, method: str, url: str, statuses: tuple[int, ...]) -> None:

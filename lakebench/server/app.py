@@ -26,6 +26,7 @@ from lakebench.server.headers import (
     SERIALIZERS,
     byte_range,
     disposition_filename,
+    modified_since,
     negotiate,
     prefer,
     requested_model,
@@ -65,6 +66,8 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 # One path segment: RFC 3986 pchar without percent-escapes (those are decoded
 # before we see the path, so an encoded '/' or '..' cannot sneak through).
 _SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
+#: The media type that asks for external content (RFC 2017), which this server has not.
+EXTERNAL_BODY = "message/external-body"
 
 
 class LdpApplication:
@@ -164,7 +167,8 @@ class LdpApplication:
         if method == "DELETE":
             if uri == self.repository.base_url:
                 raise RepositoryError(405, "the root container cannot be deleted", allow=ROOT_ALLOW)
-            self.repository.delete(uri, if_match=environ.get("HTTP_IF_MATCH"))
+            self.repository.delete(uri, if_match=environ.get("HTTP_IF_MATCH"),
+                                   if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
             return 204, [], b""
         info = self.repository.info(uri)
         if info is None:
@@ -211,8 +215,8 @@ class LdpApplication:
     def get(self, environ, uri):
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = negotiate(accept)
-        containment, applied = prefer(environ.get("HTTP_PREFER", ""))
-        found = self.repository.representation(uri, media_type or SERIALIZERS[0], containment=containment)
+        preferences = prefer(environ.get("HTTP_PREFER", ""))
+        found = self.repository.representation(uri, media_type or SERIALIZERS[0], prefer=preferences)
         if found is None:
             for _ in range(2):
                 binary = self.repository.binary(uri)
@@ -227,12 +231,16 @@ class LdpApplication:
         if media_type is None:
             chunks.close()
             raise RepositoryError(406, f"cannot answer with {accept!r}; available: {', '.join(SERIALIZERS)}")
-        return self._rdf_response(environ, info, chunks, media_type, applied,
+        return self._rdf_response(environ, info, chunks, media_type, preferences.applied,
                                   responses.resource_headers(info, self.repository.base_url))
 
     def _rdf_response(self, environ, info, chunks, media_type, applied, headers):
-        inm = environ.get("HTTP_IF_NONE_MATCH")
-        if inm is not None and etag_matches(info.etag, inm):
+        try:
+            unchanged = _not_modified(environ, info.etag, info.last_modified)
+        except RepositoryError:
+            chunks.close()
+            raise
+        if unchanged:
             chunks.close()
             return 304, headers, b""
         headers = headers + [("Content-Type", responses.content_type(media_type)), ("Vary", "Accept, Prefer")]
@@ -241,11 +249,12 @@ class LdpApplication:
         return 200, headers, chunks
 
     def get_binary(self, environ, binary):
-        headers = responses.resource_headers(ResourceInfo(binary.uri, BINARY, binary.etag), self.repository.base_url)
-        inm = environ.get("HTTP_IF_NONE_MATCH")
-        if inm is not None and etag_matches(binary.etag, inm):
+        headers = responses.resource_headers(ResourceInfo(binary.uri, BINARY, binary.etag, binary.last_modified),
+                                             self.repository.base_url)
+        wanted = wanted_digests(environ.get("HTTP_WANT_DIGEST"))  # 400 before anything else
+        if _not_modified(environ, binary.etag, binary.last_modified):
             return 304, headers, b""
-        for algorithm in wanted_digests(environ.get("HTTP_WANT_DIGEST")):
+        for algorithm in wanted:
             hexdigest = binary.digests.get(algorithm) or file_digest(binary.path, algorithm)
             headers.append(("Digest", digest_value(algorithm, hexdigest)))
             break
@@ -279,11 +288,13 @@ class LdpApplication:
             media_type = self._media_type(environ, body)
             etag = self.repository.put_description(uri, body, media_type,
                                                    if_match=environ.get("HTTP_IF_MATCH"),
-                                                   if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+                                                   if_none_match=environ.get("HTTP_IF_NONE_MATCH"),
+                                                   if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
             return 204, [("ETag", f'"{etag}"'), ("Link", responses.description_links(uri))], b""
         if method == "PATCH":
             info = self.repository.patch(uri, self._update(environ), description=True,
-                                         if_match=environ.get("HTTP_IF_MATCH"))
+                                         if_match=environ.get("HTTP_IF_MATCH"),
+                                         if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
             return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.description_links(uri))], b""
         info = self.repository.description_info(uri)
         if info is None:
@@ -396,6 +407,7 @@ class LdpApplication:
         if uri == self.repository.base_url:
             raise RepositoryError(405, "the root container cannot be replaced", allow=ROOT_ALLOW)
         _check_name(uri.rsplit("/", 1)[1])
+        _check_not_external(environ)
         requested = requested_model(environ.get("HTTP_LINK", ""))
         content_type = _bare(environ.get("CONTENT_TYPE", ""))
         if requested is None and (not content_type or content_type in PARSERS):
@@ -415,7 +427,8 @@ class LdpApplication:
         try:
             created, info = self.repository.put_rdf(uri, body, media_type, model=model,
                                                     if_match=environ.get("HTTP_IF_MATCH"),
-                                                    if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+                                                    if_none_match=environ.get("HTTP_IF_NONE_MATCH"),
+                                                    if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
         except IsBinary:  # a binary keeps its model: the body is its new bytes
             upload = self.repository.binaries.receive(io.BytesIO(body), len(body), self.max_binary,
                                                       *self._binary_properties(environ))
@@ -427,7 +440,8 @@ class LdpApplication:
         try:
             created, etag = self.repository.put_binary(uri, upload, model_requested=BINARY,
                                                        if_match=environ.get("HTTP_IF_MATCH"),
-                                                       if_none_match=environ.get("HTTP_IF_NONE_MATCH"))
+                                                       if_none_match=environ.get("HTTP_IF_NONE_MATCH"),
+                                                       if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
         except BaseException:
             upload.discard()
             raise
@@ -440,6 +454,7 @@ class LdpApplication:
         if not info.container:
             raise RepositoryError(405, f"<{uri}> is not a container: POST is not allowed",
                                   allow=responses.allow(info, self.repository.base_url))
+        _check_not_external(environ)
         model = self._model(environ, None)
         slug = environ.get("HTTP_SLUG", "").strip()
         prefix = uri if uri.endswith("/") else uri + "/"
@@ -487,13 +502,40 @@ class LdpApplication:
         if uri == self.repository.base_url:
             raise RepositoryError(405, "the root container cannot be changed", allow=ROOT_ALLOW)
         update = self._update(environ)
-        info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"))
+        info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"),
+                                     if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
         return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.links(info.kind, uri))], b""
 
 
 def _bare(content_type: str) -> str:
     """A media type without its parameters, lowercase."""
     return content_type.split(";")[0].strip().lower()
+
+
+def _not_modified(environ, etag: str, last_modified: str | None) -> bool:
+    """The preconditions of a GET or HEAD, in RFC 9110's order (13.2.2): 412 when
+    If-Match (strong comparison) or, without it, If-Unmodified-Since fails; whether
+    the answer is 304: If-None-Match matches or, without it, the resource has not
+    changed since If-Modified-Since (dates to the second, as Last-Modified is sent)."""
+    if_match = environ.get("HTTP_IF_MATCH")
+    if if_match is not None:
+        if not etag_matches(etag, if_match, weak=False):
+            raise RepositoryError(412, "If-Match does not match the current ETag (a weak ETag never does)")
+    elif modified_since(last_modified, environ.get("HTTP_IF_UNMODIFIED_SINCE")):
+        raise RepositoryError(412, "the resource was modified after the If-Unmodified-Since date")
+    if_none_match = environ.get("HTTP_IF_NONE_MATCH")
+    if if_none_match is not None:
+        return etag_matches(etag, if_none_match)
+    return modified_since(last_modified, environ.get("HTTP_IF_MODIFIED_SINCE")) is False
+
+
+def _check_not_external(environ) -> None:
+    # Fedora API 3.9: a server without external content refuses every
+    # message/external-body with 415 (MUST); storing it as a binary would keep
+    # the pointer and lose the content.
+    if _bare(environ.get("CONTENT_TYPE", "")) == EXTERNAL_BODY:
+        raise RepositoryError(415, f"external content ({EXTERNAL_BODY}) is not supported by this server: "
+                                   "send the bytes themselves")
 
 
 def _check_name(segment: str) -> None:

@@ -164,10 +164,21 @@ def file_digest(path: str | os.PathLike, algorithm: str) -> str:
 def parse_digest(header: str | None) -> dict[str, bytes]:
     """The digests of a ``Digest`` header (RFC 3230: ``sha-256=<base64>, md5=<base64>``).
 
+    The Fedora API (2021-05-01), on a binary's POST (3.5.1) and PUT (3.6.2): a
+    Digest that does not match the body MUST be refused with 409, and an
+    unsupported algorithm SHOULD be refused with 400.  A value that is not the
+    base64 of a digest of the algorithm's length (``md5=1234``, a hex digest)
+    matches no body: 409, at once, before the body is read.  A header that is
+    not ``algorithm=value`` at all is 400.
+
     >>> parse_digest("sha-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")["sha-256"].hex()[:8]
     'e3b0c442'
     >>> parse_digest(None)
     {}
+    >>> parse_digest("md5=1234")
+    Traceback (most recent call last):
+    ...
+    lakebench.server.errors.RepositoryError: the md5 digest '1234' matches no body: it is not the base64 of 16 bytes
     """
     digests = {}
     if not header:
@@ -180,24 +191,36 @@ def parse_digest(header: str | None) -> dict[str, bytes]:
         if algorithm not in ALGORITHMS:
             raise RepositoryError(400, f"unsupported digest algorithm {algorithm!r}; use one of "
                                        f"{', '.join(ALGORITHMS)}")
+        size = hashlib.new(ALGORITHMS[algorithm]).digest_size
         try:
             digest = base64.b64decode(value.strip(), validate=True)
         except (binascii.Error, ValueError):
-            raise RepositoryError(400, f"malformed {algorithm} digest {value.strip()!r}") from None
-        if len(digest) != hashlib.new(ALGORITHMS[algorithm]).digest_size:
-            raise RepositoryError(400, f"a {algorithm} digest is {hashlib.new(ALGORITHMS[algorithm]).digest_size}"
-                                       f" bytes, not {len(digest)}")
+            digest = None
+        if digest is None or len(digest) != size:
+            raise RepositoryError(409, f"the {algorithm} digest {value.strip()[:100]!r} matches no body: "
+                                       f"it is not the base64 of {size} bytes")
         digests[algorithm] = digest
     return digests
 
 
 def wanted_digests(header: str | None) -> list[str]:
-    """The supported algorithms a ``Want-Digest`` header asks for (q=0 excluded).
+    """The supported algorithms a ``Want-Digest`` header asks for (q=0 excluded), best first.
+
+    A header that names algorithms, none of them supported, is 400: the Fedora API
+    (3.2.3) requires a GET of a binary to "correctly respond" to Want-Digest, and
+    a digest it cannot give is no response to it.
 
     >>> wanted_digests("SHA-512;q=0.3, sha-256;q=1, unixsum, md5;q=0")
     ['sha-256', 'sha-512']
+    >>> wanted_digests("md5;q=0"), wanted_digests(None)
+    ([], [])
+    >>> wanted_digests("crc32, unixsum")
+    Traceback (most recent call last):
+    ...
+    lakebench.server.errors.RepositoryError: Want-Digest names no algorithm this server computes; ask for sha-256, sha-512, md5 or sha
     """
     wanted = []
+    named = supported = False
     for item in (header or "").split(","):
         algorithm, _, params = item.partition(";")
         algorithm = algorithm.strip().lower()
@@ -207,8 +230,14 @@ def wanted_digests(header: str | None) -> list[str]:
                 q = float(params.strip()[2:])
             except ValueError:
                 q = 0.0
-        if algorithm in ALGORITHMS and q > 0:
-            wanted.append((q, algorithm))
+        named = named or bool(algorithm)
+        if algorithm in ALGORITHMS:
+            supported = True
+            if q > 0:
+                wanted.append((q, algorithm))
+    if named and not supported:
+        raise RepositoryError(400, "Want-Digest names no algorithm this server computes; ask for "
+                                   + ", ".join(list(ALGORITHMS)[:-1]) + " or " + list(ALGORITHMS)[-1])
     return [algorithm for _, algorithm in sorted(wanted, key=lambda w: -w[0])]
 
 

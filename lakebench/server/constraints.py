@@ -25,13 +25,18 @@ Server-managed triples
   * Only the server writes the LDP types of a resource (ldp:Resource,
     ldp:RDFSource, ldp:Container, ldp:BasicContainer, ldp:NonRDFSource,
     ldp:DirectContainer, ldp:IndirectContainer), each container's
-    ldp:contains, and, in a binary's description, premis:hasSize,
-    premis:hasMessageDigest, ebucore:hasMimeType, ebucore:filename,
-    fedora:created and fedora:lastModified.
+    ldp:contains, every resource's fedora:created and fedora:lastModified
+    (a container's lastModified changes when a child is created or deleted),
+    and, in a binary's description, premis:hasSize, premis:hasMessageDigest,
+    ebucore:hasMimeType and ebucore:filename.
   * A PUT or POST body may restate those that are true of the resource (they
     are ignored): a representation can be PUT back as it was read.  A body
-    that states one that is not true, or states one about any other
-    resource, is refused with 409.  A PATCH that would add or remove one is 409.
+    that states one that is not true (a lastModified read before a later
+    change included), or states one about any other resource, is refused
+    with 409.  A PATCH that would add one, or that names one it removes
+    (DELETE DATA, or a template naming its predicate, or rdf:type and its
+    LDP type), is 409; a pattern that merely matches them
+    (DELETE WHERE { <> ?p ?o }) removes the client's triples and leaves them.
 
 RDF
   * Bodies are Turtle, N-Triples or JSON-LD; relative IRIs resolve against the
@@ -45,9 +50,24 @@ RDF
 
 Binaries
   * Stored as they came, up to the server's --max-binary bytes (413 beyond).
+  * No external content: a body of Content-Type message/external-body is
+    refused with 415, whatever its access-type.
   * A Digest header (sha-256, sha-512, md5, sha) is checked: a mismatch is
-    409 and nothing is stored; another algorithm is 400.
+    409 and nothing is stored, and so is a value that is not the base64 of
+    a digest of that algorithm; another algorithm is 400.
+  * Want-Digest naming no algorithm of these four is 400.
   * Range: one byte range per request (several: the whole binary, 200).
+
+Representations and preconditions
+  * Prefer: return=representation honours include and omit of
+    ldp:PreferContainment, ldp:PreferMembership (there is no membership),
+    ldp:PreferMinimalContainer (and ldp:PreferEmptyContainer),
+    fcrepo:PreferInboundReferences (triples of other resources with the
+    resource as object; not its parent's ldp:contains) and
+    oa:PreferContainedDescriptions (the children's triples).
+    Preference-Applied is sent only when every value named was honoured.
+  * If-Match compares strongly: a weak ETag (W/"...") never matches (412).
+    If-Unmodified-Since and If-Modified-Since compare to the second.
 
 Names and deletion
   * Path segments are A-Z a-z 0-9 . _ ~ ! $ & ' ( ) * + , ; = : @ -; segments

@@ -5,15 +5,32 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import format_datetime, parsedate_to_datetime
 from urllib.parse import unquote
 
 from lakebench.server.errors import RepositoryError
-from lakebench.server.vocabulary import BINARY, CONTAINER, LDP, RDF_SOURCE
+from lakebench.server.vocabulary import (
+    BINARY,
+    CONTAINER,
+    LDP,
+    PREFER_CONTAINED,
+    PREFER_CONTAINMENT,
+    PREFER_EMPTY,
+    PREFER_INBOUND,
+    PREFER_MEMBERSHIP,
+    PREFER_MINIMAL,
+    RDF_SOURCE,
+)
 
 #: Media types a GET of an RDF source can answer with; the first is the default.
 SERIALIZERS = ("text/turtle", "application/n-triples", "application/ld+json")
-PREFER_CONTAINMENT = LDP + "PreferContainment"
-PREFER_MINIMAL = LDP + "PreferMinimalContainer"
+#: What ``include``/``omit`` of a Prefer header may name and the server honours.
+#: There being no membership (no Direct or Indirect Containers), PreferMembership is
+#: honoured by having nothing to add or leave out.
+PREFER_KNOWN = frozenset((PREFER_CONTAINMENT, PREFER_MEMBERSHIP, PREFER_MINIMAL, PREFER_EMPTY,
+                          PREFER_INBOUND, PREFER_CONTAINED))
 
 #: The interaction model each LDP type asks for in ``Link: <type>; rel="type"``.
 _MODELS = {
@@ -77,27 +94,152 @@ def negotiate(accept: str) -> str | None:
     return best
 
 
-def prefer(header: str) -> tuple[bool, str | None]:
-    """(include containment?, the Preference-Applied value or None) from a Prefer header.
+@dataclass(frozen=True)
+class Preferences:
+    """What a GET of an RDF resource is to hold, from its ``Prefer`` header.
+
+    ``minimal``: the minimal-container triples (LDP 7.2.2: the resource's own
+    triples, its types and dates, all but containment and membership);
+    ``containment``: its ``ldp:contains``; ``inbound``: the triples of other
+    resources with the resource as object (Fedora's PreferInboundReferences);
+    ``contained``: the triples of its children (PreferContainedDescriptions).
+    ``applied`` is the ``Preference-Applied`` value, or None: it is only sent
+    for a preference that was honoured in full (RFC 7240 section 3).
+    """
+
+    minimal: bool = True
+    containment: bool = True
+    inbound: bool = False
+    contained: bool = False
+    applied: str | None = None
+
+
+#: One preference of a Prefer header (RFC 7240: ``token [= word]``); a quoted value may
+#: be unclosed (it runs to the end).  The commas and spaces before it are skipped apart
+#: (_SEPARATORS), so that a failed match never backtracks over a run of them.
+_PREFERENCE = re.compile(r'([^\s;,="]+)[ \t]*(?:=[ \t]*(?:"((?:[^"\\]|\\.)*)"?|([^\s;,"]*)))?')
+_SEPARATORS = re.compile(r"[\s,]*")
+
+
+def prefer(header: str) -> Preferences:
+    """The :class:`Preferences` of a Prefer header.
 
     >>> prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferContainment"')
-    (False, 'return=representation')
-    >>> prefer('return=representation; include="http://www.w3.org/ns/ldp#PreferMinimalContainer"')
-    (False, 'return=representation')
+    Preferences(minimal=True, containment=False, inbound=False, contained=False, applied='return=representation')
+    >>> prefer('return=representation; include="http://www.w3.org/ns/ldp#PreferMinimalContainer"').containment
+    False
+    >>> prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferMinimalContainer"').minimal
+    False
+    >>> prefer('return=representation; include="http://example.org/unknown"').applied is None
+    True
     >>> prefer("return=minimal")
-    (False, 'return=minimal')
-    >>> prefer("")
-    (True, None)
+    Preferences(minimal=True, containment=False, inbound=False, contained=False, applied='return=minimal')
+    >>> prefer("") == Preferences()
+    True
     """
-    if "return=representation" in header:
-        omitted = _quoted_after(header, 'omit="').split()
-        included = _quoted_after(header, 'include="').split()
-        if PREFER_CONTAINMENT in omitted or PREFER_MINIMAL in included:
-            return False, "return=representation"
-        return True, "return=representation"
-    if "return=minimal" in header:
-        return False, "return=minimal"
-    return True, None
+    returned = _return_preference(header or "")
+    if returned is None:
+        return Preferences()
+    value, params = returned
+    if value == "minimal":  # a minimal response: the minimal container
+        return Preferences(containment=False, applied="return=minimal")
+    if value != "representation":
+        return Preferences()
+    include: set[str] = set()
+    omit: set[str] = set()
+    for name, text in params:
+        name = name.lower()
+        if name in ("include", "omit"):
+            (include if name == "include" else omit).update(text.split())
+    minimal_asked = bool(include & {PREFER_MINIMAL, PREFER_EMPTY})
+    return Preferences(
+        minimal=not omit & {PREFER_MINIMAL, PREFER_EMPTY},
+        # Asking for the minimal container leaves containment out unless it is asked for too.
+        containment=PREFER_CONTAINMENT not in omit and (PREFER_CONTAINMENT in include or not minimal_asked),
+        inbound=PREFER_INBOUND in include and PREFER_INBOUND not in omit,
+        contained=PREFER_CONTAINED in include and PREFER_CONTAINED not in omit,
+        applied="return=representation" if (include | omit) <= PREFER_KNOWN else None,
+    )
+
+
+def _return_preference(header: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """(value, [(name, value), ...] of its parameters) of the ``return`` preference, or
+    None; one left-to-right pass over the header (what is not a preference is skipped)."""
+    pos = 0
+    while True:
+        pos = _SEPARATORS.match(header, pos).end()
+        if pos >= len(header):
+            return None
+        preference = _PREFERENCE.match(header, pos)
+        if preference is None or preference.end() == pos:  # junk: on to the next ','
+            comma = header.find(",", pos + 1)
+            if comma < 0:
+                return None
+            pos = comma
+            continue
+        pos = preference.end()
+        name, quoted, bare = preference.groups()
+        params = []
+        while True:
+            param = _PARAM.match(header, pos)
+            if param is None or param.end() == pos:
+                break
+            pos = param.end()
+            pname, pquoted, pbare = param.groups()
+            params.append((pname, _ESCAPE.sub(r"\1", pquoted) if pquoted is not None else pbare or ""))
+        if name.lower() == "return":
+            value = _ESCAPE.sub(r"\1", quoted) if quoted is not None else bare or ""
+            return value.lower(), params
+        if pos < len(header) and header[pos] != ",":
+            comma = header.find(",", pos)
+            if comma < 0:
+                return None
+            pos = comma
+
+
+def http_date(xsd_datetime: str) -> str:
+    """An xsd:dateTime as an HTTP-date (RFC 9110 section 5.6.7), to the second.
+
+    >>> http_date("2024-05-01T12:00:00.12Z")
+    'Wed, 01 May 2024 12:00:00 GMT'
+    """
+    return format_datetime(_seconds(xsd_datetime), usegmt=True)
+
+
+def modified_since(xsd_datetime: str | None, header: str | None) -> bool | None:
+    """Whether a resource last modified at ``xsd_datetime`` changed after the HTTP-date
+    of an If-Modified-Since / If-Unmodified-Since header; None when either is missing
+    or not a date (RFC 9110 13.1.3, 13.1.4: the header is then ignored).  Compared to
+    the second, as Last-Modified is sent.
+
+    >>> modified_since("2024-05-01T12:00:00.5Z", "Wed, 01 May 2024 12:00:00 GMT")
+    False
+    >>> modified_since("2024-05-01T12:00:01Z", "Wed, 01 May 2024 12:00:00 GMT")
+    True
+    >>> modified_since("2024-05-01T12:00:01Z", "yesterday") is None
+    True
+    """
+    if not xsd_datetime or not header:
+        return None
+    try:
+        since = parsedate_to_datetime(header.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if since is None:
+        return None
+    if since.tzinfo is None:  # an HTTP-date is always GMT
+        since = since.replace(tzinfo=timezone.utc)
+    try:
+        return _seconds(xsd_datetime) > since
+    except ValueError:
+        return None
+
+
+def _seconds(xsd_datetime: str) -> datetime:
+    when = datetime.fromisoformat(xsd_datetime.replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).replace(microsecond=0)
 
 
 def link_types(header: str) -> list[str]:
@@ -150,16 +292,6 @@ def _parameters(header: str) -> list[tuple[str, str]]:
         if pos < len(header) and header[pos] != ";":
             pos = header.find(";", pos)
     return params
-
-
-def _quoted_after(header: str, prefix: str) -> str:
-    """The text between ``prefix`` (ending in a quote) and the next quote, or ''."""
-    start = header.find(prefix)
-    if start < 0:
-        return ""
-    start += len(prefix)
-    end = header.find('"', start)
-    return header[start:end] if end >= 0 else header[start:]
 
 
 def requested_model(header: str) -> str | None:

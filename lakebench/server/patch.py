@@ -16,7 +16,11 @@ Three steps, each bounded, the first two in a confined helper process
    clause can match its types), with the resource's IRI as the base, within
    the server's time limit.
 3. The result is the difference, triples removed and triples added, which
-   the repository checks and applies in one store write.
+   the repository checks and applies in one store write.  A server-managed
+   triple the update removes by a pattern (``DELETE WHERE { <> ?p ?o }``)
+   stays, as in Fedora, whose updates never see them; one it names (``DELETE
+   DATA``, or a template naming its predicate, or ``rdf:type`` and its LDP
+   type) is refused (409).
 """
 from __future__ import annotations
 
@@ -28,14 +32,17 @@ from lakebench.server.sandbox import Sandboxes
 MEDIA_TYPE = "application/sparql-update"
 
 
-def run(update: str, before: bytes, base: str, sandboxes: Sandboxes) -> tuple[list, list]:
-    """(triples removed, triples added) when ``update`` runs on ``before`` (N-Triples).
+def run(update: str, before: bytes, base: str, sandboxes: Sandboxes) -> tuple[list, list, list]:
+    """(triples removed, triples added, the removed triples the update names) when
+    ``update`` runs on ``before`` (N-Triples); see :func:`lakebench.server.sandbox.named`.
 
     Blank nodes keep their labels, so a removed one names the stored one.
     """
-    removed, added = sandboxes.evaluate(update, before, base)
+    removed, added, named = sandboxes.evaluate(update, before, base)
     nt = ox.RdfFormat.N_TRIPLES
     added_triples = [quad.triple for quad in ox.parse(added, format=nt)]
     for triple in added_triples:
         refuse_rdf12(triple, MEDIA_TYPE)
-    return [quad.triple for quad in ox.parse(removed, format=nt)], added_triples
+    removed_triples = [quad.triple for quad in ox.parse(removed, format=nt)]
+    named_triples = removed_triples if named is None else [quad.triple for quad in ox.parse(named, format=nt)]
+    return removed_triples, added_triples, named_triples

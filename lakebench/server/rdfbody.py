@@ -14,6 +14,7 @@ import pyoxigraph as ox
 
 from lakebench.server.errors import RepositoryError
 from lakebench.server.vocabulary import (
+    DATES,
     DESCRIPTION_PREDICATES,
     EBUCORE,
     FEDORA,
@@ -36,7 +37,8 @@ PARSERS = {
 # Byte marks that must appear in the N-Triples for the slow checks to matter:
 # most bodies hold none, and are then handed to the store as they are.
 _LDP_MARK = f"<{LDP}".encode()
-_DESCRIPTION_MARKS = tuple(f"<{ns}".encode() for ns in (PREMIS, EBUCORE, FEDORA))
+_FEDORA_MARK = f"<{FEDORA}".encode()  # fedora:created and fedora:lastModified, on every resource
+_DESCRIPTION_MARKS = tuple(f"<{ns}".encode() for ns in (PREMIS, EBUCORE))
 _RDF12_MARKS = (b"<<(", b"--ltr", b"--rtl")  # how pyoxigraph writes triple terms and directions
 _XSD_STRING = XSD + "string"
 
@@ -80,15 +82,16 @@ def to_ntriples(body: bytes, media_type: str, base: str) -> bytes:
 def parse_body(body: bytes, media_type: str, subject: str, *, description: bool = False) -> Body:
     """Parse a PUT/POST body for ``subject`` and set its server-managed triples apart.
 
-    Server-managed: ``ldp:contains``, the LDP types, and, for a binary's
-    ``description``, the properties the server records (size, digest, media
-    type, file name, dates).  Stated about ``subject`` they are kept aside to
+    Server-managed: ``ldp:contains``, the LDP types, ``fedora:created`` and
+    ``fedora:lastModified``, and, for a binary's ``description``, the
+    properties the server records (size, digest, media type, file name).  Stated about ``subject`` they are kept aside to
     be checked against the truth in the write transaction; about any other
     resource they are refused at once (409).
     """
     ntriples = to_ntriples(body, media_type, subject)
-    # Each search costs about 10 us per 20 KB: only the LDP namespace's here.
-    if _LDP_MARK not in ntriples and not (description and any(m in ntriples for m in _DESCRIPTION_MARKS)):
+    # Each search costs about 10 us per 20 KB: only the LDP and Fedora namespaces' here.
+    if _LDP_MARK not in ntriples and _FEDORA_MARK not in ntriples and not (
+            description and any(m in ntriples for m in _DESCRIPTION_MARKS)):
         return Body(ntriples)
     return split_managed(ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES), subject, description,
                          media_type)
@@ -122,7 +125,7 @@ def is_managed(triple, description: bool = False) -> bool:
         return True
     if predicate == RDF_TYPE:
         return isinstance(triple.object, ox.NamedNode) and triple.object.value in LDP_TYPES
-    return description and predicate in DESCRIPTION_PREDICATES
+    return predicate in DATES or (description and predicate in DESCRIPTION_PREDICATES)
 
 
 def refuse_rdf12(triple, media_type: str) -> None:

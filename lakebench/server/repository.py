@@ -8,9 +8,10 @@ Layout in the store (every term is an encoded store term):
   subject's quads, its quads in other graphs included: for a container,
   its ``ldp:contains``; see docs/store.rst, "Layout");
 * server-managed triples live in the graph ``SERVER_GRAPH``: the resource's
-  LDP types, for a container one ``ldp:contains`` per child, for a binary
-  its size, media type, file name, digests and dates; a GET reads them with
-  one scan of the resource as subject;
+  LDP types, its ``fedora:created`` and ``fedora:lastModified``, for a
+  container one ``ldp:contains`` per child, for a binary its size, media
+  type, file name and digests; a GET reads them with one scan of the
+  resource as subject;
 * bookkeeping the server never shows (ETags, a binary's file name on disk)
   lives in ``META_GRAPH``; deleted URIs (tombstones) in ``TOMBSTONE_GRAPH``.
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Iterator
 
@@ -39,12 +40,14 @@ from lakebench.server import cooperation
 from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError, insufficient_storage
+from lakebench.server.headers import Preferences, modified_since
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
 from lakebench.server.sandbox import PATCH_TIMEOUT, Sandboxes
 from lakebench.server.rdfbody import (
     PARSERS,
     Body,
     encode_triple,
+    is_managed,
     parse_body,
     refuse_rdf12_in,
     split_managed,
@@ -56,7 +59,6 @@ from lakebench.server.vocabulary import (
     CREATED,
     DELETED,
     DESCRIPTION_ETAG,
-    DESCRIPTION_PREDICATES,
     ETAG,
     FILENAME,
     HAS_DIGEST,
@@ -71,6 +73,7 @@ from lakebench.server.vocabulary import (
     RDF_TYPE,
     SERVER_GRAPH,
     TOMBSTONE_GRAPH,
+    UPLOAD_PREDICATES,
     XSD,
 )
 from lakebench.store import (DEFAULT_MAP_SIZE, INLINE, LmdbStore, LogSyncError, MapFullError, NoSpaceError,
@@ -94,6 +97,10 @@ class ResourceInfo:
     uri: str
     kind: str  # CONTAINER, RDF_SOURCE or BINARY
     etag: str
+    # Its fedora:lastModified (xsd:dateTime), read for a GET only; None when not
+    # read, or for a resource stored before the server kept one.  The ETag
+    # changes with it, so it is not part of what tells two versions apart.
+    last_modified: str | None = field(default=None, compare=False)
 
     @property
     def container(self) -> bool:
@@ -115,6 +122,7 @@ class BinaryInfo:
     media_type: str
     filename: str | None
     digests: dict = field(default_factory=dict)  # algorithm ("sha-256") -> hex
+    last_modified: str | None = None  # fedora:lastModified, xsd:dateTime
 
 
 class Repository:
@@ -132,7 +140,7 @@ class Repository:
         # their greenlet, and share it (lakebench.server.cooperation).
         self.store = LmdbStore(path, durability=durability, map_size=map_size, log=log,
                                truncate_damaged_log=truncate_damaged_log,
-                               waiting=cooperation.GEVENT if cooperative else INLINE)
+                               waiting=cooperation.gevent_waiting() if cooperative else INLINE)
         self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
         self.binaries = BinaryFiles(self.store.path / "binaries", durability=durability)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -145,6 +153,8 @@ class Repository:
         self._description_etag = iri(DESCRIPTION_ETAG)
         self._file = iri(BINARY_FILE)
         self._deleted = iri(DELETED)
+        self._created = iri(CREATED)
+        self._last_modified = iri(LAST_MODIFIED)
 
         def create_root(txn):
             if self._info(txn, self.base_url) is None:
@@ -216,13 +226,22 @@ class Repository:
         etags = [q[2] for q in txn.quads(iri(uri), self._description_etag, None, self._meta)]
         return ResourceInfo(uri=uri, kind=RDF_SOURCE, etag=etags[0][1:].decode())
 
+    def _modified(self, txn, uri: str) -> str | None:
+        """The fedora:lastModified of ``uri`` (a binary's is its description's too)."""
+        for _, _, o, _ in txn.quads(iri(uri), self._last_modified, None, self._server):
+            return _lexical(o)
+        return None
+
+    def _with_date(self, txn, info: ResourceInfo | None) -> ResourceInfo | None:
+        return None if info is None else replace(info, last_modified=self._modified(txn, info.uri))
+
     def info(self, uri: str) -> ResourceInfo | None:
         with self.store.read() as txn:
             return self._info(txn, uri)
 
     def description_info(self, uri: str) -> ResourceInfo | None:
         with self.store.read() as txn:
-            return self._description_info(txn, uri)
+            return self._with_date(txn, self._description_info(txn, uri))
 
     def tombstone(self, uri: str) -> str | None:
         """The deleted URI that makes ``uri`` gone: itself or an ancestor; None if neither."""
@@ -239,58 +258,106 @@ class Repository:
 
     def representation(self, uri: str, media_type: str, containment: bool = True,
                        chunk_size: int = 1 << 16, description: bool = False,
+                       prefer: Preferences | None = None,
                        ) -> tuple[ResourceInfo, Iterator[bytes]] | None:
         """The resource's triples as ``media_type`` chunks, streamed from the indices.
 
+        ``prefer``: what to hold (:class:`Preferences`, from the Prefer
+        header); without it, everything but inbound references and the
+        children's triples, or without containment if not ``containment``.
         ``description``: the description of the binary ``uri`` (its triples
-        have the binary as subject).  The chunks come from one read
-        transaction, held until the iterator is exhausted or closed, so a
-        reader sees one snapshot.
+        have the binary as subject; Prefer does not apply).  The chunks come
+        from one read transaction, held until the iterator is exhausted or
+        closed, so a reader sees one snapshot.  The info carries the
+        resource's last modification.
         """
+        if prefer is None or description:
+            prefer = Preferences(containment=containment or description)
         txn = self.store.read()
         try:
             info = self._description_info(txn, uri) if description else self._info(txn, uri)
+            if info is None or (info.binary and not description):
+                txn.abort()
+                return None
+            info = self._with_date(txn, info)
         except BaseException:
             txn.abort()
             raise
-        if info is None or (info.binary and not description):
-            txn.abort()
-            return None
-        return info, _Stream(txn, self._chunks(txn, uri, media_type, containment, chunk_size))
+        return info, _Stream(txn, self._chunks(txn, uri, media_type, prefer, chunk_size))
 
-    def _chunks(self, txn, uri, media_type, containment, chunk_size) -> Iterator[bytes]:
+    def _chunks(self, txn, uri, media_type, prefer: Preferences, chunk_size) -> Iterator[bytes]:
         subject = iri(uri)
         try:
             if media_type == "application/ld+json":
                 # JSON-LD is not streamed: rendered from N-Triples by pyoxigraph.
-                body = b"".join(self._scans(txn, subject, "nt", containment, chunk_size))
+                body = b"".join(self._scans(txn, subject, "nt", prefer, chunk_size))
                 yield ox.serialize(ox.parse(body, format=ox.RdfFormat.N_TRIPLES),
                                    format=ox.RdfFormat.JSON_LD)
                 return
             fmt = "turtle" if media_type == "text/turtle" else "nt"
-            yield from self._scans(txn, subject, fmt, containment, chunk_size)
+            yield from self._scans(txn, subject, fmt, prefer, chunk_size)
         finally:
             txn.abort()
 
-    def _scans(self, txn, subject, fmt, containment, chunk_size) -> Iterator[bytes]:
+    def _scans(self, txn, subject, fmt, prefer: Preferences, chunk_size) -> Iterator[bytes]:
         prefixes = {"ldp": LDP} if fmt == "turtle" else None
-        yield from txn.serialize(c=subject, format=fmt, prefixes=prefixes, chunk_size=chunk_size)
-        # Without containment, only the LDP types; a binary's description
-        # properties are not containment and stay.
-        if containment or txn.count(subject, self._contains, None, self._server) == 0:
-            server = txn.serialize(s=subject, c=self._server, format=fmt, prefixes=prefixes,
-                                   chunk_size=chunk_size)
+
+        def scan(**pattern):
+            return txn.serialize(**pattern, format=fmt, prefixes=prefixes, chunk_size=chunk_size)
+
+        scans = []
+        if prefer.minimal:
+            scans.append(scan(c=subject))
+        # The server's triples about it: the minimal container's (types, dates, a
+        # binary description's properties) and containment, in one scan when both
+        # are wanted or it has no children, else by predicate.
+        if prefer.minimal and (prefer.containment
+                               or txn.count(subject, self._contains, None, self._server) == 0):
+            scans.append(scan(s=subject, c=self._server))
         else:
-            server = txn.serialize(s=subject, p=self._type, c=self._server, format=fmt,
-                                   prefixes=prefixes, chunk_size=chunk_size)
-        # The first scan declared the prefix already: drop the second declaration.
-        first = True
-        for chunk in server:
-            if first and chunk.startswith(_LDP_PREFIX):
-                chunk = chunk[len(_LDP_PREFIX):]
-            first = False
-            if chunk:
-                yield chunk
+            if prefer.minimal:
+                scans += [scan(s=subject, p=p, c=self._server)
+                          for p in (self._type, self._created, self._last_modified)]
+            if prefer.containment:
+                scans.append(scan(s=subject, p=self._contains, c=self._server))
+        if prefer.contained:
+            for _, _, child, _ in list(txn.quads(subject, self._contains, None, self._server)):
+                scans += [scan(c=child), scan(s=child, c=self._server)]
+        if prefer.inbound:
+            scans.append(self._inbound(txn, subject, chunk_size))
+        # Each Turtle scan declares the prefix: the first declaration is kept.
+        declared = False
+        for chunks in scans:
+            first = True
+            for chunk in chunks:
+                if first and chunk.startswith(_LDP_PREFIX):
+                    if declared:
+                        chunk = chunk[len(_LDP_PREFIX):]
+                    declared = True
+                first = False
+                if chunk:
+                    yield chunk
+
+    def _inbound(self, txn, subject: bytes, chunk_size: int) -> Iterator[bytes]:
+        """The triples of other resources with ``subject`` as object (Fedora's inbound
+        references), as N-Triples lines (which are Turtle statements too): one lookup of
+        the object index, then every graph but the resource's own and the server's
+        (so a parent's ``ldp:contains`` is containment, not a reference)."""
+        skipped = (subject, self._server, self._meta, self._tombstones)
+        end = b" " + render_ntriples_term(subject) + b" .\n"
+        seen = set()
+        lines, size = [], 0
+        for s, p, _, g in txn.quads(None, None, subject, None):
+            if g in skipped or (s, p) in seen:
+                continue
+            seen.add((s, p))  # the object is the resource: (s, p) is the triple
+            lines.append(render_ntriples_term(s) + b" " + render_ntriples_term(p) + end)
+            size += len(lines[-1])
+            if size >= chunk_size:
+                yield b"".join(lines)
+                lines, size = [], 0
+        if lines:
+            yield b"".join(lines)
 
     def _ntriples(self, txn, uri: str) -> bytes:
         """The resource's triples and its server-managed ones, as N-Triples (for PATCH)."""
@@ -318,10 +385,12 @@ class Repository:
             algorithm, _, hexdigest = value[1:].decode()[len("urn:"):].partition(":")
             digests[algorithm] = hexdigest
         filename = values.get(FILENAME)
+        modified = values.get(LAST_MODIFIED)
         return BinaryInfo(
             uri=uri, etag=info.etag, path=str(self.binaries.path_of(names[0][1:].decode())),
             size=int(_lexical(values[HAS_SIZE][0])), media_type=_lexical(values[HAS_MIME_TYPE][0]),
             filename=_lexical(filename[0]) if filename else None, digests=digests,
+            last_modified=_lexical(modified[0]) if modified else None,
         )
 
     # -- writing ---------------------------------------------------------
@@ -329,22 +398,40 @@ class Repository:
         # Unique per write: the clock and the process, as hex.
         return f"{time.time_ns():x}-{os.getpid():x}"
 
-    def _touch(self, txn, uri: str, predicate: bytes | None = None) -> str:
+    def _touch(self, txn, uri: str, predicate: bytes | None = None, now: str | None = None) -> str:
+        """A new ETag for ``uri`` (``predicate``: its description's) and a new
+        fedora:lastModified: every change of a resource comes through here, a
+        container's when a child is created or deleted too (its containment
+        changed: Fedora's behaviour, and its ETag changes with it).  A binary and
+        its description share one lastModified.  The new ETag."""
         subject = iri(uri)
         predicate = predicate or self._etag
         txn.remove(subject, predicate, None, self._meta)
+        txn.remove(subject, self._last_modified, None, self._server)
         etag = self._new_etag()
-        txn.add([(subject, predicate, literal(etag), self._meta)])
+        txn.add([(subject, predicate, literal(etag), self._meta),
+                 (subject, self._last_modified, _datetime(now or _now()), self._server)])
         return etag
 
     def _create(self, txn, uri: str, kind: str, parent: str | None) -> str:
+        now = _now()  # the child's creation, and the change of its parent
         subject = iri(uri)
         quads = [(subject, self._type, iri(t), self._server) for t in MODEL_TYPES[kind]]
+        quads.append((subject, self._created, _datetime(now), self._server))
         if parent is not None:
             quads.append((iri(parent), self._contains, subject, self._server))
-            self._touch(txn, parent)
+            self._touch(txn, parent, now=now)
         txn.add(quads)
-        return self._touch(txn, uri)
+        return self._touch(txn, uri, now=now)
+
+    def _preconditions(self, txn, info: ResourceInfo | None, if_match: str | None,
+                       if_none_match: str | None, if_unmodified_since: str | None = None) -> None:
+        """412 unless the request's preconditions hold (RFC 9110 13.2.2: If-Unmodified-Since
+        only without If-Match; the resource's date is read only when it is asked about)."""
+        if if_match is None and if_unmodified_since is not None and info is not None:
+            if modified_since(self._modified(txn, info.uri), if_unmodified_since):
+                raise RepositoryError(412, "the resource was modified after the If-Unmodified-Since date")
+        _check_preconditions(info, if_match, if_none_match)
 
     def _check_creatable(self, txn, uri: str) -> str:
         """Refuse to create ``uri`` when it is reserved, deleted, or has no container; its parent."""
@@ -368,7 +455,10 @@ class Repository:
         created (its only true managed triples are its LDP types).
         """
         true_types = {iri(t) for t in MODEL_TYPES[creating]} if creating else set()
-        for s, p, o in managed:
+        # The dates last: a body read before a change states an old lastModified
+        # too, and what else it states that is no longer true says more.
+        dates = (self._created, self._last_modified)
+        for s, p, o in sorted(managed, key=lambda triple: triple[1] in dates):
             if creating is not None:
                 true = p == self._type and o in true_types
             else:
@@ -379,7 +469,7 @@ class Repository:
 
     def put(self, uri: str, body: bytes, media_type: str, *, container: bool = True,
             model: str | None = None, if_match: str | None = None,
-            if_none_match: str | None = None) -> tuple[bool, str]:
+            if_none_match: str | None = None, if_unmodified_since: str | None = None) -> tuple[bool, str]:
         """Create or replace ``uri``; returns (created, new ETag).
 
         ``model`` is the interaction model the client asked for (CONTAINER
@@ -389,12 +479,14 @@ class Repository:
         """
         created, info = self.put_rdf(uri, body, media_type, model=model,
                                      default=CONTAINER if container else RDF_SOURCE,
-                                     if_match=if_match, if_none_match=if_none_match)
+                                     if_match=if_match, if_none_match=if_none_match,
+                                     if_unmodified_since=if_unmodified_since)
         return created, info.etag
 
     def put_rdf(self, uri: str, body: bytes, media_type: str, *, model: str | None = None,
                 default: str = CONTAINER, if_match: str | None = None,
-                if_none_match: str | None = None) -> tuple[bool, ResourceInfo]:
+                if_none_match: str | None = None,
+                if_unmodified_since: str | None = None) -> tuple[bool, ResourceInfo]:
         """:meth:`put`, returning (created, the resource as it now is).
 
         Raises :class:`IsBinary` (before changing anything) when ``uri`` is a
@@ -402,11 +494,11 @@ class Repository:
         """
         parsed = parse_body(body, media_type, uri)
         return self._write(lambda txn: self._put(txn, uri, parsed, model or default, model, if_match,
-                                                 if_none_match))
+                                                 if_none_match, if_unmodified_since))
 
-    def _put(self, txn, uri, body: Body, kind, requested, if_match, if_none_match):
+    def _put(self, txn, uri, body: Body, kind, requested, if_match, if_none_match, if_unmodified_since):
         info = self._info(txn, uri)
-        _check_preconditions(info, if_match, if_none_match)
+        self._preconditions(txn, info, if_match, if_none_match, if_unmodified_since)
         subject = iri(uri)
         if info is None:
             parent = self._check_creatable(txn, uri)
@@ -435,7 +527,7 @@ class Repository:
             raise RepositoryError(400, f"unsupported RDF (the store takes RDF 1.1): {exc}") from None
 
     def put_description(self, uri: str, body: bytes, media_type: str, *, if_match: str | None = None,
-                        if_none_match: str | None = None) -> str:
+                        if_none_match: str | None = None, if_unmodified_since: str | None = None) -> str:
         """Replace the description of binary ``uri`` (its subject is the binary); the new ETag."""
         parsed = parse_body(body, media_type, uri, description=True)
 
@@ -443,7 +535,7 @@ class Repository:
             info = self._description_info(txn, uri)
             if info is None:
                 raise RepositoryError(404, f"<{uri}> is not a binary")
-            _check_preconditions(info, if_match, if_none_match)
+            self._preconditions(txn, info, if_match, if_none_match, if_unmodified_since)
             self._check_managed(txn, uri, parsed.managed)
             refuse_rdf12_in(parsed.ntriples)  # before the old triples go
             subject = iri(uri)
@@ -454,7 +546,7 @@ class Repository:
         return self._write(op)
 
     def patch(self, uri: str, update: str, *, description: bool = False,
-              if_match: str | None = None) -> ResourceInfo:
+              if_match: str | None = None, if_unmodified_since: str | None = None) -> ResourceInfo:
         """Apply a SPARQL Update to the resource's own triples; the resource (new ETag).
 
         The update runs on a copy in memory, outside any store transaction;
@@ -467,13 +559,23 @@ class Repository:
                 info = self._description_info(txn, uri) if description else self._info(txn, uri)
                 if info is None or (info.binary and not description):
                     break
-                _check_preconditions(info, if_match, None)
+                self._preconditions(txn, info, if_match, None, if_unmodified_since)
                 before = self._ntriples(txn, uri)
-            removed, added = sparql_patch.run(update, before, uri, self.sandboxes)
-            removed_body = split_managed(removed, uri, description)
+            removed, added, named = sparql_patch.run(update, before, uri, self.sandboxes)
+            # The server's triples are in the copy so that a WHERE can match them; a
+            # pattern that matched them leaves them (as Fedora, whose updates never see
+            # them, deletes only the client's), one the update names is refused.
+            managed = [t for t in removed if is_managed(t, description)]
+            if managed:
+                named = set(named)
+                refused = [encode_triple(t) for t in managed if t in named]
+                removed = [t for t in removed if not is_managed(t, description)]
+            else:
+                refused = []
             added_body = split_managed(added, uri, description)
-            if removed_body.managed or added_body.managed:
-                triple = (removed_body.managed or added_body.managed)[0]
+            refused += added_body.managed
+            if refused:
+                triple = refused[0]
                 raise RepositoryError(409, f"the update changes a server-managed triple "
                                            f"(<{triple[1][1:].decode()}> {_show(triple[2])}) of <{uri}>")
             removals = [encode_triple(t) for t in removed]
@@ -502,7 +604,8 @@ class Repository:
         return self._touch(txn, uri, self._description_etag if description else None)
 
     def put_binary(self, uri: str, upload: Upload, *, model_requested: str | None = None,
-                   if_match: str | None = None, if_none_match: str | None = None) -> tuple[bool, str]:
+                   if_match: str | None = None, if_none_match: str | None = None,
+                   if_unmodified_since: str | None = None) -> tuple[bool, str]:
         """Create or replace the binary ``uri`` with bytes already received; (created, ETag).
 
         The file is in place and synced before the one write that records
@@ -512,38 +615,33 @@ class Repository:
         name = self.binaries.keep(upload)  # refused below: the caller discards the upload
         created, etag, replaced = self._write(
             lambda txn: self._put_binary(txn, uri, name, upload, model_requested, if_match,
-                                         if_none_match))
+                                         if_none_match, if_unmodified_since))
         if replaced:
             self.binaries.discard(replaced)
         return created, etag
 
-    def _put_binary(self, txn, uri, name, upload: Upload, requested, if_match, if_none_match):
+    def _put_binary(self, txn, uri, name, upload: Upload, requested, if_match, if_none_match,
+                    if_unmodified_since):
         info = self._info(txn, uri)
-        _check_preconditions(info, if_match, if_none_match)
+        self._preconditions(txn, info, if_match, if_none_match, if_unmodified_since)
         subject = iri(uri)
-        now = literal(_now(), datatype=XSD + "dateTime")
         replaced = None
         if info is None:
             parent = self._check_creatable(txn, uri)
-            created = now
         else:
             check_model(info, requested or BINARY)
-            old = [q[2] for q in txn.quads(subject, iri(CREATED), None, self._server)]
-            created = old[0] if old else now
             replaced = [q[2][1:].decode() for q in txn.quads(subject, self._file, None, self._meta)][0]
-        # Checks done: the changes.
+        # Checks done: the changes (its dates: _create and _touch).
         if info is None:
             etag = self._create(txn, uri, BINARY, parent)
         else:
-            for predicate in DESCRIPTION_PREDICATES:
+            for predicate in UPLOAD_PREDICATES:
                 txn.remove(subject, iri(predicate), None, self._server)
             txn.remove(subject, self._file, None, self._meta)
             etag = self._touch(txn, uri)
         quads = [
             (subject, iri(HAS_SIZE), literal(str(upload.size), datatype=XSD + "long")),
             (subject, iri(HAS_MIME_TYPE), literal(upload.media_type)),
-            (subject, iri(CREATED), created),
-            (subject, iri(LAST_MODIFIED), now),
         ] + [(subject, iri(HAS_DIGEST), iri(f"urn:{algorithm}:{hexdigest}"))
              for algorithm, hexdigest in sorted(upload.digests.items())]
         if upload.filename:
@@ -553,22 +651,22 @@ class Repository:
         self._touch(txn, uri, self._description_etag)
         return info is None, etag, replaced
 
-    def delete(self, uri: str, *, if_match: str | None = None) -> None:
+    def delete(self, uri: str, *, if_match: str | None = None, if_unmodified_since: str | None = None) -> None:
         """Delete ``uri`` and, for a container, everything it contains; ``uri`` is then gone (410)."""
         if uri == self.base_url:
             raise RepositoryError(405, "the root container cannot be deleted")
-        files = self._write(lambda txn: self._delete(txn, uri, if_match))
+        files = self._write(lambda txn: self._delete(txn, uri, if_match, if_unmodified_since))
         for name in files:  # after the commit: a deleted binary's bytes, no longer referenced
             self.binaries.discard(name)
 
-    def _delete(self, txn, uri, if_match):
+    def _delete(self, txn, uri, if_match, if_unmodified_since):
         info = self._info(txn, uri)
         if info is None:
             deleted = self._tombstone(txn, uri)
             if deleted is not None:
                 raise gone(deleted)
             raise RepositoryError(404, f"<{uri}> does not exist")
-        _check_preconditions(info, if_match, None)
+        self._preconditions(txn, info, if_match, None, if_unmodified_since)
         parent = parent_of(uri, self.base_url)
         txn.remove(iri(parent), self._contains, iri(uri), self._server)
         self._touch(txn, parent)
@@ -652,19 +750,28 @@ def check_model(info: ResourceInfo, requested: str | None) -> None:
 
 def _check_preconditions(info: ResourceInfo | None, if_match: str | None, if_none_match: str | None) -> None:
     if if_match is not None:
-        if info is None or not etag_matches(info.etag, if_match):
-            raise RepositoryError(412, "If-Match does not match the current ETag")
+        if info is None or not etag_matches(info.etag, if_match, weak=False):
+            raise RepositoryError(412, "If-Match does not match the current ETag (a weak ETag never does)")
     if if_none_match is not None and info is not None and etag_matches(info.etag, if_none_match):
         raise RepositoryError(412, "If-None-Match matches: the resource exists")
 
 
-def etag_matches(etag: str, header: str) -> bool:
-    """Whether an If-Match / If-None-Match header names ``etag`` (or is ``*``)."""
+def etag_matches(etag: str, header: str, weak: bool = True) -> bool:
+    """Whether an If-Match / If-None-Match header names ``etag`` (or is ``*``).
+
+    ``weak``: the weak comparison (RFC 9110 8.8.3.2), If-None-Match's; without it
+    the strong one, which If-Match requires (13.1.1): a weak tag never matches.
+
+    >>> etag_matches("1", 'W/"1"'), etag_matches("1", 'W/"1"', weak=False), etag_matches("1", '"1"', weak=False)
+    (True, False, True)
+    """
     for candidate in header.split(","):
         candidate = candidate.strip()
         if candidate == "*":
             return True
         if candidate.startswith("W/"):
+            if not weak:
+                continue
             candidate = candidate[2:]
         if candidate.strip('"') == etag:
             return True
@@ -672,7 +779,17 @@ def etag_matches(etag: str, header: str) -> bool:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The time as an xsd:dateTime in UTC, to the millisecond, in the canonical form
+    (no trailing zeros in the fraction): the form pyoxigraph gives a dateTime, so a
+    PATCH's copy of the resource holds the very literal the store does."""
+    now = datetime.now(timezone.utc)
+    text = now.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{now.microsecond // 1000:03d}".rstrip("0")
+    return f"{text}.{fraction}Z" if fraction else text + "Z"
+
+
+def _datetime(lexical: str) -> bytes:
+    return literal(lexical, datatype=XSD + "dateTime")
 
 
 def _lexical(term: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from lakebench.server.headers import http_date
 from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
 from lakebench.server.rdfbody import PARSERS
 from lakebench.server.vocabulary import BINARY, CONTAINER, METADATA_SEGMENT, MODEL_TYPES, RDF_SOURCE
@@ -94,7 +95,7 @@ def resource_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, 
     methods = allow(info, base_url)
     headers = [("Link", links(info.kind, info.uri)), ("Allow", methods)]
     if etag:
-        headers.insert(0, ("ETag", f'"{info.etag}"'))
+        headers[:0] = validators(info)
     if info.container:
         headers.append(("Accept-Post", ACCEPT_POST))
     if "PATCH" in methods:
@@ -111,7 +112,15 @@ def description_headers(info, base_url: str, etag: bool = True) -> list[tuple[st
     headers = [("Link", description_links(info.uri)), ("Allow", DESCRIPTION_ALLOW),
                ("Accept-Patch", SPARQL_UPDATE)]
     if etag:
-        headers.insert(0, ("ETag", f'"{info.etag}"'))
+        headers[:0] = validators(info)
+    return headers
+
+
+def validators(info) -> list[tuple[str, str]]:
+    """``ETag``, and ``Last-Modified`` when the resource has a date (RFC 9110 8.8)."""
+    headers = [("ETag", f'"{info.etag}"')]
+    if info.last_modified:
+        headers.append(("Last-Modified", http_date(info.last_modified)))
     return headers
 
 

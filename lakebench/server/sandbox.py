@@ -25,7 +25,11 @@ DATA (what the ``update`` workload and most clients send) is applied there,
 from the parse, to the resource's triples; any other runs in pyoxigraph, the
 canonical text of the parse on an in-memory copy of the resource.  The
 answer is the difference, as two N-Triples documents (triples removed,
-triples added).
+triples added), and which of the removed triples the update names (a third:
+those a DELETE DATA or a DELETE template states with their predicate, and for
+``rdf:type`` their class, rather than matches with a variable), so that the
+server can refuse the removal of a server-managed triple the client asked
+for by name and keep one a pattern merely matched.
 
 The two ends speak length-prefixed frames over the helper's stdin and
 stdout (no pickle: the worker trusts nothing the helper sends but bytes).
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import signal
 import struct
@@ -56,8 +61,12 @@ MAX_ANSWER = 64 << 20
 HELPER_MEMORY = 4 << 30
 
 _REQUEST = struct.Struct(">III")  # lengths of the update, the base IRI, the resource's N-Triples
-_ANSWER = struct.Struct(">BII")  # status, then the lengths of two payloads
-OK, MALFORMED, REFUSED, FAILED = range(4)
+_ANSWER = struct.Struct(">BIII")  # status, then the lengths of three payloads
+# OK: (removed, added, the removed triples the update names); ALL_NAMED: (removed,
+# added), every removed triple named (the update is INSERT DATA and DELETE DATA
+# only); the others: (message,).
+OK, MALFORMED, REFUSED, FAILED, ALL_NAMED = range(5)
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
 class Sandboxes:
@@ -80,9 +89,11 @@ class Sandboxes:
         self._slots = BoundedSemaphore(size)
         self._size = size
 
-    def evaluate(self, update: str, before: bytes, base: str) -> tuple[bytes, bytes]:
-        """(N-Triples removed, N-Triples added) when ``update`` runs on ``before``;
-        RepositoryError (400, 503) when it is refused, fails or takes too long."""
+    def evaluate(self, update: str, before: bytes, base: str) -> tuple[bytes, bytes, bytes | None]:
+        """(N-Triples removed, N-Triples added, N-Triples of the removed triples the
+        update names, or None when it names all of them) when ``update`` runs on
+        ``before``; RepositoryError (400, 503) when it is refused, fails or takes
+        too long."""
         if not self._slots.acquire(timeout=self.timeout):
             raise RepositoryError(503, f"the server is evaluating {self._size} updates already and none "
                                        f"ended within {self.timeout:g} s: try again later",
@@ -91,7 +102,7 @@ class Sandboxes:
             helper = self._take()
             deadline = time.monotonic() + self.timeout  # the update's own time, not the wait for a slot
             try:
-                status, first, second = helper.ask(update, base, before, deadline)
+                status, first, second, third = helper.ask(update, base, before, deadline)
             except _Stopped as stopped:
                 self._discard(helper)
                 raise stopped.error() from None
@@ -102,7 +113,9 @@ class Sandboxes:
         finally:
             self._slots.release()
         if status == OK:
-            return first, second
+            return first, second, third
+        if status == ALL_NAMED:
+            return first, second, None
         raise RepositoryError(400, first.decode("utf-8", "replace"))
 
     def _take(self) -> _Helper:
@@ -169,15 +182,13 @@ class _Helper:
         os.set_blocking(self._to, False)
         os.set_blocking(self._from, False)
 
-    def ask(self, update: str, base: str, before: bytes, deadline: float) -> tuple[int, bytes, bytes]:
+    def ask(self, update: str, base: str, before: bytes, deadline: float) -> tuple[int, bytes, bytes, bytes]:
         parts = [update.encode("utf-8"), base.encode("utf-8"), before]
         self._send(_REQUEST.pack(*map(len, parts)) + b"".join(parts), deadline)
-        status, first_length, second_length = _ANSWER.unpack(self._receive(_ANSWER.size, deadline))
-        if first_length + second_length > MAX_ANSWER:  # the helper says so itself: not one of its answers
+        status, *lengths = _ANSWER.unpack(self._receive(_ANSWER.size, deadline))
+        if sum(lengths) > MAX_ANSWER:  # the helper says so itself: not one of its answers
             raise _Stopped(self._timeout, 1)
-        first = self._receive(first_length, deadline)
-        second = self._receive(second_length, deadline)
-        return status, first, second
+        return (status, *(self._receive(length, deadline) for length in lengths))
 
     def _send(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
@@ -246,8 +257,8 @@ def _read_exactly(stream, size: int) -> bytes | None:
     return data
 
 
-def evaluate(update: str, base: str, before: bytes) -> tuple[int, bytes, bytes]:
-    """(status, payload, payload) of one update on ``before`` (N-Triples), in this process."""
+def evaluate(update: str, base: str, before: bytes) -> tuple[int, bytes, bytes, bytes]:
+    """(status, payload, payload, payload) of one update on ``before`` (N-Triples), in this process."""
     import pyoxigraph as ox
 
     from lakebench._sparql import prepare_update
@@ -256,13 +267,13 @@ def evaluate(update: str, base: str, before: bytes) -> tuple[int, bytes, bytes]:
     try:
         prepared = prepare_update(update, base, before)
     except SyntaxError as exc:
-        return MALFORMED, f"malformed SPARQL Update: {one_line(exc)}".encode(), b""
+        return MALFORMED, f"malformed SPARQL Update: {one_line(exc)}".encode(), b"", b""
     except ValueError as exc:
-        return REFUSED, one_line(exc).encode(), b""
+        return REFUSED, one_line(exc).encode(), b"", b""
     except OSError as exc:
-        return FAILED, f"SPARQL Update failed: {one_line(exc)}".encode(), b""
+        return FAILED, f"SPARQL Update failed: {one_line(exc)}".encode(), b"", b""
     if isinstance(prepared, tuple):  # INSERT DATA and DELETE DATA only: the difference, made from the parse
-        return (OK, *prepared)
+        return (ALL_NAMED, *prepared, b"")
     canonical = prepared
     store = ox.Store()
     # ox.parse keeps blank node labels (Store.load would rename them), so a
@@ -272,21 +283,64 @@ def evaluate(update: str, base: str, before: bytes) -> tuple[int, bytes, bytes]:
     try:
         store.update(canonical)
     except (SyntaxError, ValueError, OSError, RuntimeError) as exc:
-        return FAILED, f"SPARQL Update failed: {one_line(exc)}".encode(), b""
+        return FAILED, f"SPARQL Update failed: {one_line(exc)}".encode(), b"", b""
     new = set(store)
     if any(quad.graph_name != ox.DefaultGraph() for quad in new):  # checked on the parse already
-        return REFUSED, b"unsupported SPARQL Update: only the resource's own graph can change", b""
+        return REFUSED, b"unsupported SPARQL Update: only the resource's own graph can change", b"", b""
     nt = ox.RdfFormat.N_TRIPLES
-    return (OK, ox.serialize([q.triple for q in old - new], format=nt) or b"",
-            ox.serialize([q.triple for q in new - old], format=nt) or b"")
+    removed = [q.triple for q in old - new]
+    return (OK, ox.serialize(removed, format=nt) or b"",
+            ox.serialize([q.triple for q in new - old], format=nt) or b"",
+            ox.serialize(named(canonical, removed), format=nt) or b"")
 
 
-def _bounded(status: int, first: bytes, second: bytes) -> tuple[int, bytes, bytes]:
+#: One triple of a template in the canonical text of an update: spargebra writes
+#: each on a line of its own, after a tab, its terms separated by one space (an
+#: IRI or a variable holds none; a literal's line breaks are escaped).
+_TEMPLATE_TRIPLE = re.compile(r"\t(\S+) (\S+) (.*) \.\Z")
+
+
+def named(canonical: str, removed) -> list:
+    """The triples of ``removed`` that a DELETE DATA or DELETE template of the
+    update (its canonical text) names: by their predicate, and for ``rdf:type``
+    by their class too.  ``DELETE WHERE { <> ?p ?o }`` names none;
+    ``DELETE WHERE { <> premis:hasSize ?s }`` names the size.
+
+    >>> import pyoxigraph as ox
+    >>> t = ox.Triple(ox.NamedNode("http://h/a"), ox.NamedNode(RDF_TYPE), ox.NamedNode("http://e/C"))
+    >>> named("DELETE {\\n\\t<http://h/a> ?p ?o .\\n}\\nWHERE { }", [t])
+    []
+    >>> named(f"DELETE {{\\n\\t<http://h/a> <{RDF_TYPE}> <http://e/C> .\\n}}\\nWHERE {{ }}", [t]) == [t]
+    True
+    """
+    predicates, classes = set(), set()
+    deleting = False
+    for line in canonical.split("\n"):
+        if line in ("DELETE {", "DELETE DATA {"):
+            deleting = True
+        elif not line.startswith("\t"):  # "}", "INSERT {", "WHERE ...": the template ended
+            deleting = False
+        elif deleting:
+            triple = _TEMPLATE_TRIPLE.match(line)
+            if triple is None or not (triple[2].startswith("<") and triple[2].endswith(">")):
+                continue  # a variable predicate names nothing
+            predicate, obj = triple[2][1:-1], triple[3]
+            if predicate != RDF_TYPE:
+                predicates.add(predicate)
+            elif obj.startswith("<") and obj.endswith(">"):
+                classes.add(obj[1:-1])
+    import pyoxigraph as ox
+
+    return [t for t in removed if t.predicate.value in predicates
+            or (t.predicate.value == RDF_TYPE and isinstance(t.object, ox.NamedNode) and t.object.value in classes)]
+
+
+def _bounded(status: int, *payloads: bytes) -> tuple[int, bytes, bytes, bytes]:
     """The answer, or a refusal if the difference is larger than MAX_ANSWER."""
-    if status == OK and len(first) + len(second) > MAX_ANSWER:
+    if status in (OK, ALL_NAMED) and sum(map(len, payloads)) > MAX_ANSWER:
         return REFUSED, (f"the update changes more than {MAX_ANSWER >> 20} MiB of N-Triples: "
-                         "send the resource with PUT").encode(), b""
-    return status, first, second
+                         "send the resource with PUT").encode(), b"", b""
+    return (status, *payloads)
 
 
 def _cpu_seconds() -> float:
@@ -345,8 +399,8 @@ def _serve(timeout: float) -> int:
         limit = math.ceil(_cpu_seconds() + timeout) + 1
         if hard == resource.RLIM_INFINITY or limit < hard:
             resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
-        status, first, second = _bounded(*evaluate(update.decode("utf-8"), base.decode("utf-8"), before))
-        stdout.write(_ANSWER.pack(status, len(first), len(second)) + first + second)
+        status, *payloads = _bounded(*evaluate(update.decode("utf-8"), base.decode("utf-8"), before))
+        stdout.write(_ANSWER.pack(status, *map(len, payloads)) + b"".join(payloads))
         stdout.flush()
 
 

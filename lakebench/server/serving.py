@@ -82,7 +82,7 @@ MAX_HEADER = 16 * 1024
 #: The headers the application parses; any other is passed over unread.
 INTERPRETED = ("HTTP_ACCEPT", "HTTP_PREFER", "HTTP_LINK", "HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH",
                "HTTP_RANGE", "HTTP_DIGEST", "HTTP_WANT_DIGEST", "HTTP_CONTENT_DISPOSITION", "HTTP_SLUG",
-               "CONTENT_TYPE")
+               "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_UNMODIFIED_SINCE", "CONTENT_TYPE")
 #: How often an idle connection checks whether the worker is stopping.
 _IDLE_POLL = 1.0
 

@@ -13,6 +13,14 @@ FEDORA = "http://fedora.info/definitions/v4/repository#"
 LDP_CONTAINS = LDP + "contains"
 CONSTRAINED_BY = LDP + "constrainedBy"
 
+#: What a ``Prefer: return=representation`` may include or omit (LDP 7.2.2, Fedora 3.2.1).
+PREFER_CONTAINMENT = LDP + "PreferContainment"
+PREFER_MEMBERSHIP = LDP + "PreferMembership"
+PREFER_MINIMAL = LDP + "PreferMinimalContainer"
+PREFER_EMPTY = LDP + "PreferEmptyContainer"  # LDP's earlier name for PreferMinimalContainer
+PREFER_INBOUND = "http://fedora.info/definitions/fcrepo#PreferInboundReferences"
+PREFER_CONTAINED = "http://www.w3.org/ns/oa#PreferContainedDescriptions"
+
 #: The three interaction models the server implements, by the LDP types it writes for each.
 CONTAINER = "container"
 RDF_SOURCE = "rdfsource"
@@ -26,14 +34,18 @@ MODEL_TYPES = {
 LDP_TYPES = frozenset(MODEL_TYPES[CONTAINER] + (LDP + "NonRDFSource", LDP + "DirectContainer",
                                                 LDP + "IndirectContainer"))
 
-#: What a binary's description holds that the server writes (a client may restate, not change).
+#: When every resource was created and last changed (xsd:dateTime), as Fedora names them:
+#: the server writes them (a client may restate, not change).
+CREATED = FEDORA + "created"
+LAST_MODIFIED = FEDORA + "lastModified"
+DATES = frozenset((CREATED, LAST_MODIFIED))
+#: What a binary's description holds that the server writes from the upload.
 HAS_SIZE = PREMIS + "hasSize"
 HAS_DIGEST = PREMIS + "hasMessageDigest"
 HAS_MIME_TYPE = EBUCORE + "hasMimeType"
 FILENAME = EBUCORE + "filename"
-CREATED = FEDORA + "created"
-LAST_MODIFIED = FEDORA + "lastModified"
-DESCRIPTION_PREDICATES = frozenset((HAS_SIZE, HAS_DIGEST, HAS_MIME_TYPE, FILENAME, CREATED, LAST_MODIFIED))
+UPLOAD_PREDICATES = frozenset((HAS_SIZE, HAS_DIGEST, HAS_MIME_TYPE, FILENAME))
+DESCRIPTION_PREDICATES = UPLOAD_PREDICATES | DATES
 
 #: Store graphs of the server's own triples.
 SERVER_GRAPH = "urn:lakebench:server"      # shown: LDP types, ldp:contains, binary descriptions

@@ -32,6 +32,9 @@ PACKAGE_ROOT = str(Path(lakebench.__file__).resolve().parent.parent)
 TEST_BASE = "http://test.example/"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 LDP_CONTAINS = LDP + "contains"
+FEDORA = "http://fedora.info/definitions/v4/repository#"
+#: The dates the server keeps of every resource.
+SERVER_DATES = (FEDORA + "created", FEDORA + "lastModified")
 
 
 @dataclass
@@ -225,12 +228,12 @@ def graph_of(body: bytes, content_type: str, base: str | None = None):
 
 
 def user_triples(graph):
-    """The graph without the server-managed triples (LDP types, ldp:contains)."""
+    """The graph without the server-managed triples (LDP types, ldp:contains, dates)."""
     import rdflib
 
     out = rdflib.Graph()
     for s, p, o in graph:
-        if str(p) == LDP_CONTAINS or (str(p) == RDF_TYPE and str(o).startswith(LDP)):
+        if str(p) in (LDP_CONTAINS, *SERVER_DATES) or (str(p) == RDF_TYPE and str(o).startswith(LDP)):
             continue
         out.add((s, p, o))
     return out

@@ -10,6 +10,7 @@ from rdflib.compare import isomorphic
 
 from lakebench.server import binaries as binaries_module
 from lakebench.server import headers as headers_module
+from lakebench.server import sandbox as sandbox_module
 from lakebench.server.vocabulary import RDF_SOURCE
 from lakebench.dataset import DataSet
 
@@ -23,7 +24,7 @@ CONTAINER_LINK = f'<{LDP}BasicContainer>; rel="type"'
 AS_SOURCE = {"Content-Type": "text/turtle", "Link": f'<{LDP}RDFSource>; rel="type"'}
 
 
-@pytest.mark.parametrize("module", [headers_module, binaries_module])
+@pytest.mark.parametrize("module", [headers_module, binaries_module, sandbox_module])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

@@ -108,6 +108,33 @@ def test_digest_checked_on_upload(bins, algorithm, name):
     assert r.status == 409 and bins.request("GET", path + "-new").status == 404
 
 
+@pytest.mark.parametrize("method,path,digest", [
+    ("POST", "/bins", "md5=1234"),                                  # base64, 3 bytes: no md5 is
+    ("PUT", "/bins/dig-sha-256", "MD5=97c4627dc7734f65f5195f1d5f556d7a"),  # hex, not base64
+    ("PUT", "/bins/dig-new", "sha-256=!!!"),
+    ("PUT", "/bins/dig-new", f"sha-256={b64('sha256', DATA)}, sha=AAAA"),  # one good, one that cannot be
+])
+def test_a_digest_no_body_can_match_is_a_mismatch(bins, method, path, digest):
+    """Fedora API 3.5.1 and 3.6.2 (MUST): a Digest that does not match the content is 409,
+    a malformed value of a known algorithm included; nothing is stored."""
+    bins.request("PUT", "/bins/dig-sha-256", DATA, PNG)
+    before = bins.request("HEAD", "/bins/dig-sha-256").header("ETag")
+    children = contained(bins, "/bins")
+    r = bins.request(method, path, DATA, {**PNG, "Digest": digest, "Slug": "dig-slug"})
+    assert r.status == 409 and b"digest" in r.body and b"\n" not in r.body.strip()
+    assert f'rel="{LDP}constrainedBy"' in r.header("Link")
+    assert contained(bins, "/bins") == children
+    assert bins.request("HEAD", "/bins/dig-sha-256").header("ETag") == before
+
+
+def test_an_unsupported_digest_algorithm_is_400(bins):
+    """Fedora API 3.5.1 and 3.6.2 (SHOULD): an unsupported Digest type is 400."""
+    for method, path in (("POST", "/bins"), ("PUT", "/bins/dig-abc")):
+        r = bins.request(method, path, b"TestString.", {"Content-Type": "text/plain", "Digest": "abc=abc"})
+        assert r.status == 400 and b"unsupported digest algorithm" in r.body
+    assert bins.request("GET", "/bins/dig-abc").status == 404
+
+
 def test_want_digest(bins):
     bins.request("PUT", "/bins/want", DATA, PNG)
     for want, expected in (("sha-256", f"sha-256={b64('sha256', DATA)}"),
@@ -116,7 +143,17 @@ def test_want_digest(bins):
         for method in ("GET", "HEAD"):
             r = bins.request(method, "/bins/want", headers={"Want-Digest": want})
             assert r.header("Digest") == expected, (want, method)
-    assert bins.request("HEAD", "/bins/want", headers={"Want-Digest": "crc32"}).header("Digest") is None
+    # Fedora API 3.2.3: only algorithms the server does not compute is 400 (HEAD as GET, 3.3);
+    # one it computes among them is answered; one it computes, refused with q=0, is no digest.
+    for method in ("GET", "HEAD"):
+        r = bins.request(method, "/bins/want", headers={"Want-Digest": "crc32, unixsum;q=0.5"})
+        assert r.status == 400 and r.header("Digest") is None
+        assert f'rel="{LDP}constrainedBy"' in r.header("Link")
+        r = bins.request(method, "/bins/want", headers={"Want-Digest": "md5,abc"})
+        assert r.status == 200 and r.header("Digest") == f"md5={b64('md5', DATA)}"
+        r = bins.request(method, "/bins/want", headers={"Want-Digest": "md5;q=0"})
+        assert r.status == 200 and r.header("Digest") is None
+    assert b"Want-Digest" in bins.request("GET", "/bins/want", headers={"Want-Digest": "abc"}).body
 
 
 def test_description_get_put_patch(bins):

@@ -38,7 +38,7 @@ PATTERNS = {
     "spaces": "<x>" + " " * 7996 + ";",
 }
 HEADERS = ("Link", "Accept", "Prefer", "If-Match", "If-None-Match", "Content-Disposition", "Range",
-           "Digest", "Want-Digest", "Slug")
+           "Digest", "Want-Digest", "Slug", "If-Modified-Since", "If-Unmodified-Since")
 
 
 def send(server, method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"",
@@ -109,7 +109,8 @@ def test_the_parsers_are_linear_without_the_bound():
         patterns = %r
         parsers = {"link": h.requested_model, "accept": h.negotiate, "prefer": h.prefer,
                    "disposition": h.disposition_filename, "range": lambda v: h.byte_range(v, 10),
-                   "if-match": lambda v: etag_matches("x", v), "digest": parse_digest, "want": wanted_digests}
+                   "if-match": lambda v: etag_matches("x", v), "digest": parse_digest, "want": wanted_digests,
+                   "modified": lambda v: h.modified_since("2024-05-01T12:00:00Z", v)}
         worst = 0.0
         for name, parse in parsers.items():
             for pattern, value in patterns.items():
@@ -166,6 +167,14 @@ def test_ranges_with_odd_digits_are_never_an_error(header):
 def test_accept_and_prefer_still_work():
     assert negotiate("application/n-triples;q=0.9, text/turtle;q=0.5") == "application/n-triples"
     assert negotiate("text/turtle;q=nan, application/ld+json") == "application/ld+json"
-    assert prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferContainment"') == (
-        False, "return=representation")
-    assert prefer('return=representation; omit="unclosed') == (True, "return=representation")
+    omitted = prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferContainment"')
+    assert (omitted.containment, omitted.minimal, omitted.applied) == (False, True, "return=representation")
+    # An unclosed value names nothing the server knows: applied, it is not claimed.
+    unclosed = prefer('return=representation; omit="unclosed')
+    assert (unclosed.containment, unclosed.applied) == (True, None)
+    # Other preferences around it, and parameters of its own, in any order.
+    mixed = prefer('handling=lenient; received="minimal", RETURN=representation; '
+                   'include="http://fedora.info/definitions/fcrepo#PreferInboundReferences"; '
+                   'omit="http://www.w3.org/ns/ldp#PreferMinimalContainer", wait=10')
+    assert (mixed.minimal, mixed.containment, mixed.inbound, mixed.applied) == (
+        False, True, True, "return=representation")

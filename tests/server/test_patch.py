@@ -6,9 +6,11 @@ import itertools
 import pyoxigraph as ox
 import pytest
 
-from .conftest import check_store
+from .conftest import SERVER_DATES, check_store
 
 LDP = "http://www.w3.org/ns/ldp#"
+FEDORA = "http://fedora.info/definitions/v4/repository#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
 TTL = {"Content-Type": "text/turtle"}
 UPDATE = {"Content-Type": "application/sparql-update"}
 NT = {"Accept": "application/n-triples"}
@@ -19,7 +21,8 @@ def own(server, path) -> set[tuple[str, str, str]]:
     """(s, p, o) of the resource's own triples (server-managed left out), as strings."""
     body = server.request("GET", path, headers=NT).body
     return {(str(t.subject), str(t.predicate), str(t.object)) for t in ox.parse(body, format=ox.RdfFormat.N_TRIPLES)
-            if not t.predicate.value.startswith(LDP) and not str(t.object).startswith(f"<{LDP}")}
+            if not t.predicate.value.startswith(LDP) and not str(t.object).startswith(f"<{LDP}")
+            and t.predicate.value not in SERVER_DATES}
 
 
 def patch(server, path, update, headers=None):
@@ -99,8 +102,14 @@ def test_a_where_clause_sees_the_ldp_types(server, doc):
     (f"INSERT DATA {{ <> <{LDP}contains> <http://e/x> }}", 409),
     (f"INSERT DATA {{ <> a <{LDP}BasicContainer> }}", 409),
     (f"DELETE DATA {{ <> a <{LDP}RDFSource> }}", 409),
-    ("DELETE WHERE { <> ?p ?o }", 409),  # would remove the LDP types too
     (f"INSERT DATA {{ <http://e/other> a <{LDP}Container> }}", 409),
+    # Server-managed triples named, alone or beside a pattern (which goes to the engine).
+    (f"DELETE DATA {{ <> a <{LDP}RDFSource> }} ; DELETE WHERE {{ <> ?p ?o }}", 409),
+    (f"DELETE {{ <> a <{LDP}Resource> }} WHERE {{ }}", 409),
+    (f"DELETE WHERE {{ <> a <{LDP}RDFSource> }}", 409),
+    (f"DELETE WHERE {{ <> <{FEDORA}lastModified> ?d }}", 409),
+    (f"DELETE {{ <> <{FEDORA}created> ?d }} INSERT {{ <> <http://e/was> ?d }} WHERE {{ <> ?p ?d }}", 409),
+    (f'INSERT DATA {{ <> <{FEDORA}lastModified> "2000-01-01T00:00:00Z"^^<{XSD}dateTime> }}', 409),
 ])
 def test_refused_updates_change_nothing(server, doc, update, status):
     before = own(server, doc), server.request("HEAD", doc).header("ETag")
@@ -109,6 +118,53 @@ def test_refused_updates_change_nothing(server, doc, update, status):
     assert r.body.strip() and b"\n" not in r.body.strip()  # one line
     assert f'{LDP}constrainedBy'.encode() in r.headers.get("Link", "").encode()
     assert (own(server, doc), server.request("HEAD", doc).header("ETag")) == before
+
+
+def server_triples(server, path) -> set[tuple[str, str, str]]:
+    """(s, p, o) of the resource's server-managed triples but its lastModified, as strings."""
+    body = server.request("GET", path, headers=NT).body
+    return {(str(t.subject), str(t.predicate), str(t.object)) for t in ox.parse(body, format=ox.RdfFormat.N_TRIPLES)
+            if (t.predicate.value.startswith(LDP) or str(t.object).startswith(f"<{LDP}")
+                or t.predicate.value in SERVER_DATES) and t.predicate.value != FEDORA + "lastModified"}
+
+
+@pytest.mark.parametrize("update", [
+    "DELETE WHERE { <> ?p ?o }",
+    "DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }",
+    "DELETE { <> ?p ?o } INSERT { <> <http://e/left> 1 } WHERE { <> ?p ?o }",
+])
+def test_a_pattern_leaves_the_server_managed_triples(server, update):
+    """As in Fedora: a pattern that matches the server's triples deletes the client's
+    only (the LDP types, containment and dates stay); naming one is a 409 (above)."""
+    server.request("PUT", "/patch-all", '<> <http://e/p> "1" ; a <http://e/Thing> .', TTL)
+    server.request("PUT", "/patch-all/kid", "", TTL)
+    kept = server_triples(server, "/patch-all")
+    assert any(p == f"<{LDP}contains>" for _, p, _ in kept) and any(p == f"<{FEDORA}created>" for _, p, _ in kept)
+    r = patch(server, "/patch-all", update)
+    assert r.status == 204, r.body
+    assert server_triples(server, "/patch-all") == kept
+    assert own(server, "/patch-all") <= {(f"<{server.base}patch-all>", "<http://e/left>",
+                                          f'"1"^^<{XSD}integer>')}
+    assert server.request("DELETE", "/patch-all").status == 204
+    assert server.request("DELETE", "/patch-all/fcr:tombstone").status == 204
+
+
+def test_a_variable_type_leaves_the_ldp_types(server, doc):
+    """rdf:type with a variable names no class: the client's types go, the LDP types stay."""
+    server.request("PATCH", doc, "INSERT DATA { <> a <http://e/Thing> }", UPDATE)
+    kept = server_triples(server, doc)
+    assert patch(server, doc, "DELETE WHERE { <> a ?t }").status == 204
+    assert server_triples(server, doc) == kept
+    assert not any(o == "<http://e/Thing>" for _, _, o in own(server, doc))
+
+
+def test_delete_data_naming_a_date_is_refused(server, doc):
+    """A typed literal goes to the engine, not the parse: the date is still named."""
+    body = server.request("GET", doc, headers=NT).body
+    created = next(t.object for t in ox.parse(body, format=ox.RdfFormat.N_TRIPLES)
+                   if t.predicate.value == FEDORA + "created")
+    r = patch(server, doc, f"DELETE DATA {{ <> <{FEDORA}created> {created} }}")
+    assert r.status == 409 and b"created" in r.body
 
 
 def test_wrong_media_type_missing_resource_and_root(server, doc):

@@ -22,7 +22,7 @@ import pytest
 
 from lakebench.dataset import DataSet
 
-from .conftest import LDP_CONTAINS, RDF_TYPE, Response, Server, check_store, contained, free_port
+from .conftest import LDP_CONTAINS, RDF_TYPE, SERVER_DATES, Response, Server, check_store, contained, free_port
 
 LDP = "http://www.w3.org/ns/ldp#"
 TTL = {"Content-Type": "text/turtle"}
@@ -37,6 +37,8 @@ BLOB_BYTES = bytes(range(256)) * 40
 PNG = {"Content-Type": "image/png"}
 SPARQL = {"Content-Type": "application/sparql-update"}
 PREMIS = "http://www.loc.gov/premis/rdf/v1#"
+FEDORA = "http://fedora.info/definitions/v4/repository#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
 DIGEST_OF_NOTHING = "sha-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
 LDP_PREFIX = f"@prefix ldp: <{LDP}> .\n"
 
@@ -44,7 +46,7 @@ LDP_PREFIX = f"@prefix ldp: <{LDP}> .\n"
 def user_triples(body: bytes, fmt=ox.RdfFormat.N_TRIPLES) -> set:
     """The triples of a representation without the server-managed ones (no blank nodes here)."""
     return {t for t in ox.parse(body, format=fmt)
-            if t.predicate.value != LDP_CONTAINS
+            if t.predicate.value not in (LDP_CONTAINS, *SERVER_DATES)
             and not (t.predicate.value == RDF_TYPE and t.object.value.startswith(LDP))}
 
 
@@ -181,9 +183,21 @@ CORPUS = [
     case("digest-mismatch-new", "PUT", "/bin/new", 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
     case("digest-mismatch-post", "POST", "/bin", 409, b"other bytes", {**PNG, "Digest": DIGEST_OF_NOTHING}),
     case("digest-unknown-algorithm", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "crc32=AAAAAA=="}),
-    case("digest-malformed-base64", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256=!!!"}),
-    case("digest-wrong-length", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256=AAAA"}),
+    # A value no body can match is a mismatch (Fedora API 3.6.2: 409), bad base64 or a short digest.
+    case("digest-malformed-base64", "PUT", BLOB, 409, b"x", {**PNG, "Digest": "sha-256=!!!"}),
+    case("digest-wrong-length", "PUT", BLOB, 409, b"x", {**PNG, "Digest": "sha-256=AAAA"}),
+    case("digest-md5-1234-post", "POST", "/bin", 409, b"x", {**PNG, "Digest": "md5=1234"}),
+    case("digest-hex", "PUT", BLOB, 409, b"x", {**PNG, "Digest": "MD5=97c4627dc7734f65f5195f1d5f556d7a"}),
     case("digest-without-value", "PUT", BLOB, 400, b"x", {**PNG, "Digest": "sha-256"}),
+    case("want-digest-unsupported", "GET", BLOB, 400, None, {"Want-Digest": "crc32, unixsum"}),
+    # External content (Fedora API 3.9): this server has none, 415 whatever else is asked.
+    case("external-body-new", "PUT", "/bin/new", 415, b"",
+         {"Content-Type": 'message/external-body; access-type=URL; URL="http://127.0.0.1:9/x"'}),
+    case("external-body-replace", "PUT", BLOB, 415, b"",
+         {"Content-Type": 'Message/External-Body; access-type=URL; URL="http://127.0.0.1:9/x"'}),
+    case("external-body-post", "POST", "/bin", 415, b"",
+         {"Content-Type": 'message/external-body; access-type=local-file; name="/etc/passwd"',
+          "Link": f'<{LDP}NonRDFSource>; rel="type"'}),
     case("range-past-the-end", "GET", BLOB, 416, None, {"Range": f"bytes={len(BLOB_BYTES)}-"}),
     case("range-suffix-zero", "GET", BLOB, 416, None, {"Range": "bytes=-0"}),
     case("binary-over-limit", "PUT", BLOB, 413, raw=raw_put(
@@ -209,7 +223,24 @@ CORPUS = [
     case("patch-named-graph", "PATCH", VICTIM, 400, 'INSERT DATA { GRAPH <http://e/g> { <> <http://e/p> "x" } }',
          SPARQL),
     case("patch-server-managed", "PATCH", VICTIM, 409, f"INSERT DATA {{ <> <{LDP}contains> <x> }}", SPARQL),
-    case("patch-delete-types", "PATCH", VICTIM, 409, "DELETE WHERE { <> ?p ?o }", SPARQL),
+    case("patch-delete-types", "PATCH", VICTIM, 409, f"DELETE WHERE {{ <> a <{LDP}RDFSource> }}", SPARQL),
+    case("patch-date", "PATCH", VICTIM, 409,
+         f'INSERT DATA {{ <> <{FEDORA}lastModified> "2000-01-01T00:00:00Z"^^<{XSD}dateTime> }}', SPARQL),
+    case("put-date", "PUT", VICTIM, 409, f'<> <{FEDORA}created> "2000-01-01T00:00:00Z"^^<{XSD}dateTime> .', TTL),
+    case("put-date-of-another", "PUT", VICTIM, 409,
+         f'<../bad> <{FEDORA}lastModified> "2000-01-01T00:00:00Z"^^<{XSD}dateTime> .', TTL),
+    case("put-if-unmodified-since-past", "PUT", VICTIM, 412, '<> <http://e/p> "x" .',
+         {**TTL, "If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}),
+    case("patch-if-unmodified-since-past", "PATCH", VICTIM, 412, 'INSERT DATA { <> <http://e/p> "x" }',
+         {**SPARQL, "If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}),
+    case("delete-if-unmodified-since-past", "DELETE", VICTIM, 412, None,
+         {"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}),
+    case("binary-if-unmodified-since-past", "PUT", BLOB, 412, b"x",
+         {**PNG, "If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}),
+    case("get-if-unmodified-since-past", "GET", VICTIM, 412, None,
+         {"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}),
+    case("patch-weak-if-match", "PATCH", VICTIM, 412, 'INSERT DATA { <> <http://e/p> "x" }',
+         {**SPARQL, "If-Match": 'W/"stale"'}),
     case("patch-if-match-stale", "PATCH", VICTIM, 412, 'INSERT DATA { <> <http://e/p> "x" }',
          {**SPARQL, "If-Match": '"stale"'}),
     case("patch-binary", "PATCH", BLOB, 405, 'INSERT DATA { <> <http://e/p> "x" }', SPARQL),

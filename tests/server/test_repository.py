@@ -18,7 +18,7 @@ from lakebench.server.repository import (
 )
 from lakebench.server.vocabulary import CONTAINER
 
-from .conftest import TEST_BASE, check_store
+from .conftest import SERVER_DATES, TEST_BASE, check_store
 
 B = TEST_BASE
 TURTLE = "text/turtle"
@@ -151,7 +151,11 @@ def test_preconditions(repository):
     assert repository.info(B + "p").etag == etag
     created, new = repository.put(B + "p", b"", TURTLE, if_match=f'"{etag}", "other"')
     assert not created and new != etag
-    repository.delete(B + "p", if_match=f'W/"{new}"')
+    # If-Match compares strongly (RFC 9110 13.1.1): the weak form of the current tag fails.
+    with pytest.raises(RepositoryError) as exc:
+        repository.delete(B + "p", if_match=f'W/"{new}"')
+    assert exc.value.status == 412
+    repository.delete(B + "p", if_match=f'W/"other", "{new}"')
     assert repository.info(B + "p") is None
 
 
@@ -199,7 +203,7 @@ def test_turtle_declares_the_prefix_once(repository):
     repository.put(B + "p/c", b"", TURTLE)
     body = body_of(repository, B + "p", TURTLE)
     assert body.count(b"@prefix") == 1, body
-    assert len(list(ox.parse(body, format=ox.RdfFormat.TURTLE))) == 6  # 1 + 4 types + 1 contains
+    assert len(list(ox.parse(body, format=ox.RdfFormat.TURTLE))) == 8  # 1 + 4 types + 2 dates + 1 contains
     body = body_of(repository, B, TURTLE)  # the root: no triples of its own
     assert body.count(b"@prefix") == 1, body
 
@@ -295,3 +299,25 @@ def test_reader_slots_of_killed_processes_are_freed_at_start_and_periodically(tm
     assert repository.upkeep() == 0  # not yet due
     assert repository.upkeep(now=time.monotonic() + repository_module.UPKEEP_SECONDS) == 1
     repository.close()
+
+
+def test_a_resource_stored_without_dates_is_served(repository, wsgi):
+    """A store written before the server kept dates: no Last-Modified, date preconditions
+    ignored (RFC 9110 13.1.3, 13.1.4), and the next change gives it a lastModified."""
+    repository.put(B + "old", b'<> <http://e/p> "x" .', TURTLE)
+
+    def forget_dates(txn):
+        for predicate in SERVER_DATES:
+            txn.remove(iri(B + "old"), iri(predicate), None, iri(SERVER_GRAPH))
+
+    repository.store.write(forget_dates)
+    r = wsgi("GET", "/old", headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT",
+                                    "If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"})
+    assert r.status == 200 and "last-modified" not in r.headers and b'"x"' in r.body
+    assert b"lastModified" not in r.body
+    r = wsgi("PUT", "/old", b'<> <http://e/p> "y" .', {"Content-Type": TURTLE,
+                                                       "If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"})
+    assert r.status == 204
+    r = wsgi("GET", "/old")
+    assert r.status == 200 and r.headers["last-modified"].endswith(" GMT")
+    assert b"lastModified" in r.body and b"created" not in r.body  # its creation is not known

@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "sweep the load, one case each (e.g. 1,2,4,8,16,32): each case records its throughput, "
                      "latency p50/p95/p99/max, errors by kind and the CPU of the system and of the load "
                      "generator, and the table names each system's highest throughput and its knee, the users "
-                     "after which adding users never again adds 10%% or more per doubling (default: 1)")
+                     "after which no step to the next count adds 10%% or more per doubling (default: 1)")
     _add_workload_options(run)
     run.add_argument("--keep-data", action="store_true",
                      help="keep each system's data directory under OUT/data")

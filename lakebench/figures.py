@@ -203,9 +203,9 @@ GENERATOR_CPU = Term("generator CPU", "load.generator_cpu_share",
                      f"process: 100% is one core each; from {GENERATOR_SATURATION:.0%} the generator, not the "
                      "system, sets the throughput")
 KNEE = Term("knee", "load.users",
-            "in a users sweep, the smallest user count after which adding users never again adds 10% or "
+            "in a users sweep, the smallest user count after which no step to the next count adds 10% or "
             "more throughput per doubling (between counts that are not a doubling apart, the gain per "
-            "doubling); none while the largest count still gained that much")
+            "doubling); none while the last step still gained that much")
 ONE_OVER_MEAN = Term("1/mean", "operations.KIND.per_second",
                      "one over the mean time, the operations per second one client doing them back to back "
                      "would sustain; not a throughput")

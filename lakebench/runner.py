@@ -270,7 +270,9 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
             **workload.record(outcome, system),
         }
     )
-    _count_held_triples(record)
+    triples = results.held_triples(record)
+    if triples is not None:
+        record["held"]["triples"] = triples
     record["version"] = system.version_text()
     events.send("phase", phase="tail")
     time.sleep(spec.tail_seconds)
@@ -283,22 +285,6 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
     if in_process:
         record["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return record
-
-
-def _count_held_triples(record: dict) -> None:
-    """Of the triples sent, what a system that counts its own (``triples_total``) holds: that count
-    less the parent's containment triples.  So the table of what was sent and held and the table of
-    memory and disk show one count of the triples, where the first said "not counted".
-
-    >>> r = {"sent": {"triples": 400}, "held": {"children": 2}, "triples_total": 402,
-    ...      "parent": {"containment_triples": 2}}
-    >>> _count_held_triples(r); r["held"]
-    {'children': 2, 'triples': 400}
-    """
-    sent, held = record.get("sent") or {}, record.get("held")
-    if (record.get("triples_total") is not None and isinstance(held, dict) and "triples" in sent
-            and "triples" not in held):
-        held["triples"] = record["triples_total"] - record["parent"]["containment_triples"]
 
 
 def _worker_main(argv: list[str]) -> int:

@@ -48,3 +48,23 @@ def test_without_a_reference_the_implied_one_frames_it(tmp_path):
     assert document["reference"] == "memory"
     assert summary.index("**Against the reference, memory**") < summary.index(".. list-table:: Ranking")
     assert "the first system listed" in summary
+
+
+def test_each_case_is_compared_with_the_reference_of_the_same_case(tmp_path):
+    """A sweep (children here, users alike) compares each case with the reference's run of that case:
+    the reference's own rows are 100%, and the parent chart's "of ref." uses the same case's parent."""
+    from lakebench.report import pages
+    from lakebench.report.data import ReportData
+
+    out = tmp_path / "sweep"
+    subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--systems", "memory,lmdb-nosync",
+                    "--children", "20,400", "--reference", "lmdb-nosync", "--out", str(out), "--quiet"],
+                   check=True, capture_output=True)
+    data = ReportData.load(out)
+    for e in data.ok:
+        ref = data.reference_for(e)
+        assert ref["name"] == "lmdb-nosync" and ref["children"] == e["children"]
+    rows = pages.reference_rows(data)
+    # disk/ref (bytes per triple) differs between the cases: each case's reference row must be 100%
+    reference_rows = [r for r in rows[1:] if r[0].startswith("lmdb-nosync")]
+    assert len(reference_rows) == 2 and all(r[-1] == "100%" for r in reference_rows), reference_rows

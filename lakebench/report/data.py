@@ -94,6 +94,12 @@ class ReportData:
         name = self.document.get("reference")
         return next((s for s in self.ok if s["name"] == name), None)
 
+    def reference_for(self, entry: dict) -> dict | None:
+        """The reference's entry of ``entry``'s case (the same children, literals and swept variant,
+        users included): what ``entry`` is compared with; None when the reference was not measured there."""
+        name, case = self.document.get("reference"), results.case_of(entry)
+        return next((s for s in self.ok if s["name"] == name and results.case_of(s) == case), None)
+
     def label(self, entry: dict) -> str:
         """The system's name, with the swept parameters when a sweep holds it more than once."""
         return results.case_label(entry, self.systems)

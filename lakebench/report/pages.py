@@ -154,12 +154,12 @@ def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
 def reference_rows(data: ReportData) -> list[list[str]]:
     """The table of the figures relative to the reference's (header row first): the time per child,
     GET parent steady, peak RSS and bytes per triple; just the header without a reference measured."""
-    ref = data.reference
     rows = [["system", "durability", "time/ref", "GET/ref", "RSS/ref", "disk/ref"]]
-    if ref is None:
+    if data.reference is None:
         return rows
-    ref_bpt = _bytes_per_triple(ref, data)[0]
     for e in data.ok:
+        ref = data.reference_for(e)  # the reference of the same case
+        ref_bpt = _bytes_per_triple(ref, data)[0] if ref else None
         bpt, _ = _bytes_per_triple(e, data)
         durability = fmt.escape(e.get("durability") or fmt.DASH)
         rows.append([_row_name(data, e), durability] + [fmt.nobreak(cell) for cell in (

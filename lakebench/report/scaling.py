@@ -1,7 +1,7 @@
 """A users sweep in the report: what the summary says of it, and the table of its cases.
 
 :func:`summary` names, per system, the highest throughput it reached, its
-knee (the users after which adding users never again adds 10% throughput per doubling:
+knee (the users after which no step to the next count adds 10% throughput per doubling:
 :func:`lakebench.results.stats.knee`) and its latency there, and any case whose
 load generator was saturated; :func:`section` tabulates every Locust case
 (throughput, latency percentiles, errors, the CPU of the system and of the

@@ -31,7 +31,7 @@ def _cases(data: ReportData) -> dict[str, list[dict]]:
         if results.case_children(e) is None:
             unknown.append(e)
         else:
-            cases.setdefault((results.case_children(e), e.get("literal_length"), e.get("variant", "")), []).append(e)
+            cases.setdefault(results.case_of(e), []).append(e)
     if not cases:
         return {"": unknown}
     cases[next(iter(cases))] += unknown
@@ -144,7 +144,9 @@ def against_reference(data: ReportData, cases: dict[str, list[dict]]) -> str:
                 continue
             mean, parent = e["per_resource_ms"]["mean"], number(get_path(e, "parent.seconds"))
             lines.append(
-                f"- **{fmt.escape(data.label(e))}**{where}, {fmt.escape(e.get('durability') or 'durability unknown')}: "
+                # the case is said once: after the system's name, not in it as well
+                f"- **{fmt.escape(e['name'] if where else data.label(e))}**{where}, "
+                f"{fmt.escape(e.get('durability') or 'durability unknown')}: "
                 f"{fmt.nobreak(figures.against(mean, ref_mean))} per {fmt.escape(time_name.removeprefix('time per ').split(' (')[0])} "
                 f"({fmt.nobreak(fmt.millis(mean))} against {fmt.nobreak(fmt.millis(ref_mean))}); "
                 f"{figures.PARENT_STEADY.name} {fmt.nobreak(figures.against(parent, ref_parent))} "

@@ -25,12 +25,12 @@ from lakebench.results import stats
 from lakebench.results.aggregate import aggregate, compare_with_reference, skipped_entry
 from lakebench.results.files import load, load_latencies, write
 from lakebench.results.schema import (COMPARED, FIELDS, LATENCY_COLUMNS, SCHEMA_VERSION, Field, ResultsError,
-                                      case_children, case_label, get_path, latency_key, retrievals, validate)
+                                      case_children, case_label, case_of, held_triples, get_path, latency_key, retrievals, validate)
 from lakebench.results.stats import latency_summary, operations_summary, percentile
 
 __all__ = [
     "COMPARED", "FIELDS", "LATENCY_COLUMNS", "SCHEMA_VERSION", "Field", "ResultsError", "aggregate",
-    "case_children", "case_label", "compare_with_reference", "get_path", "latency_key", "latency_summary",
+    "case_children", "case_label", "case_of", "held_triples", "compare_with_reference", "get_path", "latency_key", "latency_summary",
     "load", "load_latencies", "operations_summary", "percentile", "retrievals", "skipped_entry", "stats", "validate",
     "write",
 ]

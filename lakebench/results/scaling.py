@@ -49,7 +49,7 @@ class UsersSweep:
 
     @property
     def knee(self) -> int | None:
-        """The user count after which adding users never again adds 10% throughput per doubling, or None."""
+        """The user count after which no step to the next count adds 10% throughput per doubling, or None."""
         return stats.knee(self.points)
 
     @property
@@ -109,7 +109,7 @@ def knee_words(sweep: UsersSweep, millis: Callable[[float | None], str],
     did.  ``millis`` writes the latency as its caller writes times."""
     at_knee = sweep.knee_entry
     if at_knee is None:
-        return (f"no {figures.KNEE.name}: the largest count, {users_text(sweep.points[-1][0])}, still added 10% "
+        return (f"no {figures.KNEE.name}: the last step, to {users_text(sweep.points[-1][0])}, still added 10% "
                 "or more per doubling")
     p95 = get_path(at_knee, "load.latency_ms.p95")
     return (strong(f"{figures.KNEE.name} at {users_text(sweep.knee)}")

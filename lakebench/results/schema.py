@@ -366,6 +366,32 @@ def case_children(entry: dict) -> int | None:
     return entry.get("children_requested", entry.get("children"))
 
 
+def held_triples(entry: dict) -> int | None:
+    """Of the triples sent, those an in-process system holds, counted by the system itself: its
+    ``triples_total`` less the parent's containment triples (None where it is recorded already, not
+    counted, or counted by a server that also holds triples of its own: types, dates).  So the table
+    of what was sent and held and the table of memory and disk show one count.
+
+    >>> held_triples({"transport": "in-process", "sent": {"triples": 400}, "held": {"children": 2},
+    ...               "triples_total": 402, "parent": {"containment_triples": 2}})
+    400
+    """
+    held = entry.get("held")
+    if (entry.get("transport") != "in-process" or entry.get("triples_total") is None or not isinstance(held, dict)
+            or "triples" not in (entry.get("sent") or {}) or "triples" in held):
+        return None
+    return entry["triples_total"] - (get_path(entry, "parent.containment_triples") or 0)
+
+
+def case_of(entry: dict) -> tuple[int | None, int | None, str]:
+    """What names an entry's case among a run's: children asked for, literal length, swept variant.
+
+    >>> case_of({"children": 50, "literal_length": 64, "variant": "users=8"})
+    (50, 64, 'users=8')
+    """
+    return case_children(entry), entry.get("literal_length"), entry.get("variant", "")
+
+
 def latency_key(entry: dict, run: int) -> tuple[str, int, int, str, int]:
     """The key of ``load_latencies`` for run ``run`` of a system entry (latencies.csv names the case)."""
     return entry["name"], case_children(entry), entry["literal_length"], entry.get("variant", ""), run

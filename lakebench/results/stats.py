@@ -135,33 +135,35 @@ KNEE_GAIN = 1.10
 
 
 def knee(points: Sequence[tuple[int, float]], gain: float = KNEE_GAIN) -> int | None:
-    """The knee of a users sweep: the smallest user count after which adding users never again adds
-    10% (``gain``) or more throughput per doubling; None while the largest count still gained that much
-    (or with fewer than two points).
+    """The knee of a users sweep: the smallest user count after which no step to the next count gains
+    10% (``gain``) or more throughput per doubling; None while the last step still gained that much (or
+    with fewer than two points).
 
-    "Never again": one step that gains little, followed by one that gains much (a noisy machine, or a
-    system that needs more users to overlap its waits), is not a knee.  ``points`` are (users,
-    throughput) pairs, one per user count.  Between two user counts that are not a doubling apart (1 and
-    4, say) the gain is taken per doubling, ``(t2 / t1) ** (1 / log2(u2 / u1))``, so that the knee does
-    not depend on how the sweep was spaced.
+    Every later step is looked at, one by one: a step that gained little followed by one that gained
+    much (a noisy machine, or a system that needs more users to overlap its waits) is no knee, and a
+    late gain is not diluted over the doublings before it.  ``points`` are (users, throughput) pairs,
+    one per user count.  A step between counts that are not a doubling apart (1 and 4, say) is taken
+    per doubling, ``(t2 / t1) ** (1 / log2(u2 / u1))``, so that the knee does not depend on how the
+    sweep was spaced.
 
-    >>> knee([(1, 100.0), (2, 190.0), (4, 200.0), (8, 205.0)])  # 2 -> 4 adds 5%, and 2 -> 8 4% a doubling
+    >>> knee([(1, 100.0), (2, 190.0), (4, 200.0), (8, 205.0)])  # 2 -> 4 adds 5%, 4 -> 8 adds 2.5%
     2
     >>> knee([(1, 100.0), (2, 190.0), (4, 360.0)]) is None  # still growing at the largest count
     True
     >>> knee([(1, 100.0), (2, 105.0), (4, 200.0)]) is None  # 1 -> 2 adds 5%, but 2 -> 4 nearly doubles
     True
+    >>> knee([(1, 11.1), (2, 11.6), (4, 12.3), (8, 12.3), (16, 15.2), (32, 15.5)])  # 8 -> 16 adds 24%
+    16
     >>> knee([(1, 100.0), (4, 130.0)]) is None  # x1.3 over two doublings: x1.14 per doubling
     True
     >>> knee([(1, 100.0), (4, 115.0)])  # x1.15 over two doublings: x1.07 per doubling
     1
     """
     ordered = sorted((u, t) for u, t in points if t is not None)
-    for i, (users, throughput) in enumerate(ordered[:-1]):
-        if throughput <= 0:
-            continue  # nothing completed: no gain to measure
-        if all((higher / throughput) ** (1 / math.log2(more / users)) < gain
-               for more, higher in ordered[i + 1:]):
+    gains = [(higher / throughput) ** (1 / math.log2(more / users)) if throughput > 0 else math.inf
+             for (users, throughput), (more, higher) in zip(ordered, ordered[1:])]
+    for i, (users, _) in enumerate(ordered[:-1]):
+        if all(g < gain for g in gains[i:]):
             return users
     return None
 

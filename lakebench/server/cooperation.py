@@ -27,16 +27,3 @@ def _event():
 
 #: The store's ``waiting`` under the gevent worker.
 GEVENT = Waiting(run_blocking=_on_the_hubs_pool, event=_event)
-
-#: How long the worker's thread may keep the GIL once the flush's thread asks for it (seconds).
-#: Python's default, 5 ms, is paid twice per flush (to start fdatasync, to return from it) while
-#: the loop parses requests: at 8 clients it, not the disk, set the pace of durable writes.
-GIL_HANDOFF_SECONDS = 0.0005
-
-
-def gevent_waiting() -> Waiting:
-    """:data:`GEVENT`, with the worker's GIL handed over promptly to the flush's thread."""
-    import sys
-
-    sys.setswitchinterval(min(sys.getswitchinterval(), GIL_HANDOFF_SECONDS))
-    return GEVENT

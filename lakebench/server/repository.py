@@ -140,7 +140,7 @@ class Repository:
         # their greenlet, and share it (lakebench.server.cooperation).
         self.store = LmdbStore(path, durability=durability, map_size=map_size, log=log,
                                truncate_damaged_log=truncate_damaged_log,
-                               waiting=cooperation.gevent_waiting() if cooperative else INLINE)
+                               waiting=cooperation.GEVENT if cooperative else INLINE)
         self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
         self.binaries = BinaryFiles(self.store.path / "binaries", durability=durability)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"

@@ -134,13 +134,13 @@ def parent(data: ReportData):
     # One row per system: the names stay readable at any width.
     fig = new_figure(FIG_WIDTH, 1.4 + 0.95 * len(entries))
     ax = fig.add_subplot()
-    ref = data.reference
-    ref_seconds = number(get_path(ref, "parent.seconds")) if ref else None
     ys = list(range(len(entries)))[::-1]  # the first system on top
     keys: dict[str, object] = {}  # the two kinds of mark, for the legend
     for y, e in zip(ys, entries):
         value = e["parent"]["seconds"] * 1000
         std = std_of(e, "parent.seconds")
+        ref = data.reference_for(e)  # the reference of the same case
+        ref_seconds = number(get_path(ref, "parent.seconds")) if ref else None
         pct = f", {fmt.percent(100 * e['parent']['seconds'] / ref_seconds)} of ref." if ref_seconds else ""
         described = f"{data.label(e)}: {figures.PARENT_STEADY.name} {fmt.seconds(e['parent']['seconds'])}{pct}"
         if logarithmic:

@@ -187,8 +187,17 @@ def outside_legend(fig, handles=None, ncols: int | None = None, title: str | Non
     longest = max(len(h.get_label()) for h in handles)
     fit = int(FIG_WIDTH * 72 // ((3.0 + 1.5 + 0.6 * longest) * FONT_PT))
     ncols = max(1, min(len(handles), fit, ncols or len(handles)))
+    # A chart's height leaves room for a few rows of legend; a sweep's dozens of cases need more, or
+    # the layout squeezes the axes to nothing: the figure grows by the rows beyond those few.
+    rows = -(-len(handles) // ncols)
+    if rows > LEGEND_ROWS_BUDGETED:
+        fig.set_figheight(fig.get_figheight() + (rows - LEGEND_ROWS_BUDGETED) * 1.45 * FONT_PT / 72)
     return fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, title=title,
                       handlelength=3.0)  # long enough to show a dash on both sides of a marker
+
+
+#: The rows of legend a chart's own height makes room for (:func:`outside_legend`).
+LEGEND_ROWS_BUDGETED = 4
 
 
 # -- hover titles ----------------------------------------------------------

@@ -13,7 +13,7 @@ from lakebench import figures, table
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number
 from lakebench.results import get_path
-from lakebench.results.scaling import knee_words, label, users, users_sweeps, users_text
+from lakebench.results.scaling import knee_words, label, other_variant, users, users_sweeps, users_text
 
 
 def summary(data: ReportData) -> str:
@@ -54,7 +54,7 @@ def rows(data: ReportData) -> list[list[str]]:
         if load.get("generator_saturated"):
             generator = f"**{generator}, saturated**"
         out.append([
-            fmt.escape(data.label(e)) + (f" ({figures.KNEE.name})" if id(e) in knees else ""),
+            fmt.escape(_label_without_users(data, e)) + (f" ({figures.KNEE.name})" if id(e) in knees else ""),
             fmt.count(users(e)),
             *([fmt.escape(load.get("parents") or fmt.DASH)] if shapes else []),
             fmt.count(load.get("requests")),
@@ -65,6 +65,20 @@ def rows(data: ReportData) -> list[list[str]]:
             generator,
         ])
     return out
+
+
+def _label_without_users(data: ReportData, entry: dict) -> str:
+    """The system's label without its users, which the table's own column gives (a narrower table).
+
+    >>> class D:
+    ...     def label(self, e): return "a (users=8)"
+    >>> _label_without_users(D(), {"name": "a", "variant": "users=8"})
+    'a'
+    """
+    label, variant = data.label(entry), entry.get("variant", "")
+    if variant and not other_variant(variant) and label.endswith(f" ({variant})"):
+        return label[:-len(variant) - 3]
+    return label
 
 
 def section(data: ReportData) -> str:

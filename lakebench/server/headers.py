@@ -177,16 +177,8 @@ def _return_preference(header: str) -> tuple[str, list[tuple[str, str]]] | None:
                 return None
             pos = comma
             continue
-        pos = preference.end()
         name, quoted, bare = preference.groups()
-        params = []
-        while True:
-            param = _PARAM.match(header, pos)
-            if param is None or param.end() == pos:
-                break
-            pos = param.end()
-            pname, pquoted, pbare = param.groups()
-            params.append((pname, _ESCAPE.sub(r"\1", pquoted) if pquoted is not None else pbare or ""))
+        params, pos = _params_at(header, preference.end())
         if name.lower() == "return":
             value = _ESCAPE.sub(r"\1", quoted) if quoted is not None else bare or ""
             return value.lower(), params
@@ -265,16 +257,21 @@ def _link_values(header: str):
         link = _TARGET.search(header, pos)
         if link is None:
             return
-        pos = link.end()
-        params = []
-        while True:
-            param = _PARAM.match(header, pos)
-            if param is None or param.end() == pos:
-                break
-            pos = param.end()
-            name, quoted, bare = param.groups()
-            params.append((name, _ESCAPE.sub(r"\1", quoted) if quoted is not None else bare or ""))
+        params, pos = _params_at(header, link.end())
         yield link.group(1), params
+
+
+def _params_at(header: str, pos: int) -> tuple[list[tuple[str, str]], int]:
+    """The ``; name=value`` parameters that follow ``pos`` (a Prefer's or a link-value's), unquoted,
+    and where they end."""
+    params = []
+    while True:
+        param = _PARAM.match(header, pos)
+        if param is None or param.end() == pos:
+            return params, pos
+        pos = param.end()
+        name, quoted, bare = param.groups()
+        params.append((name, _ESCAPE.sub(r"\1", quoted) if quoted is not None else bare or ""))
 
 
 def _parameters(header: str) -> list[tuple[str, str]]:

@@ -483,11 +483,6 @@ def workload_section(data: ReportData, level: str = "-") -> str:
     return "\n".join(out)
 
 
-def _times(ratio: float) -> str:
-    """A multiple with the digits that matter: 1.83x, 15.2x, 150x."""
-    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.3g}x" if ratio < 100 else f"{ratio:,.0f}x"
-
-
 def findings(data: ReportData) -> list[str]:
     """Sentences from the numbers: the primary operation's time per case, checks, refusals, skips."""
     out = []
@@ -502,7 +497,7 @@ def findings(data: ReportData) -> list[str]:
         entries.sort(key=lambda e: e["per_resource_ms"]["mean"])
         best = entries[0]["per_resource_ms"]["mean"]
         ranked = [f"{fmt.escape(e['name'])} {fmt.millis(e['per_resource_ms']['mean'])}"
-                  + (f" ({_times(e['per_resource_ms']['mean'] / best)} as long)" if i and best else "")
+                  + (f" ({terms.multiple(e['per_resource_ms']['mean'] / best)} as long)" if i and best else "")
                   for i, e in enumerate(entries)]
         case = f", {fmt.escape(variant)}" if variant else ""
         out.append(f"**{fmt.escape(terms.time_per(primary_kind(entries[0])))}{case}**: {'; '.join(ranked)}.")

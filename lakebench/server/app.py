@@ -215,7 +215,7 @@ class LdpApplication:
     def get(self, environ, uri):
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = negotiate(accept)
-        preferences = prefer(environ.get("HTTP_PREFER", ""))
+        preferences = self.repository.affordable(uri, prefer(environ.get("HTTP_PREFER", "")))
         found = self.repository.representation(uri, media_type or SERIALIZERS[0], prefer=preferences)
         if found is None:
             for _ in range(2):

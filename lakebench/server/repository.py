@@ -26,6 +26,8 @@ before the transaction that records them.
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
 import os
 import time
@@ -85,6 +87,11 @@ __all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "LDP",
 
 #: How often a worker frees the reader slots of dead processes.
 UPKEEP_SECONDS = 60.0
+#: The most children whose triples one GET includes (PreferContainedDescriptions): 200-triple
+#: children make that about 28 MB, built in full before the answer is sent.
+MAX_CONTAINED_DESCRIPTIONS = 1000
+#: The most inbound references one GET includes (PreferInboundReferences), for the same reason.
+MAX_INBOUND_REFERENCES = 100_000
 log = logging.getLogger("lakebench.server")
 CONTAINER_TYPES = MODEL_TYPES[CONTAINER]
 SOURCE_TYPES = MODEL_TYPES[RDF_SOURCE]
@@ -255,6 +262,25 @@ class Repository:
             if uri == self.base_url:
                 return None
             uri = parent_of(uri, self.base_url)
+
+    def affordable(self, uri: str, prefer: Preferences) -> Preferences:
+        """``prefer`` without the inclusions that would make one request's answer unbounded: the
+        children's triples (PreferContainedDescriptions) of a container of more than
+        MAX_CONTAINED_DESCRIPTIONS children, the inbound references of a resource named by more than
+        MAX_INBOUND_REFERENCES triples.  Both are optional (MAY, SHOULD); one not honoured is not
+        claimed (no ``Preference-Applied``)."""
+        if not (prefer.contained or prefer.inbound):
+            return prefer
+        subject = iri(uri)
+        with self.store.read() as txn:  # counted no further than the bound: a bounded read too
+            too_many_children = prefer.contained and _more_than(
+                txn.quads(subject, self._contains, None, self._server), MAX_CONTAINED_DESCRIPTIONS)
+            too_many_references = prefer.inbound and _more_than(
+                txn.quads(None, None, subject, None), MAX_INBOUND_REFERENCES)
+        if not (too_many_children or too_many_references):
+            return prefer
+        return dataclasses.replace(prefer, contained=prefer.contained and not too_many_children,
+                                   inbound=prefer.inbound and not too_many_references, applied=None)
 
     def representation(self, uri: str, media_type: str, containment: bool = True,
                        chunk_size: int = 1 << 16, description: bool = False,
@@ -714,6 +740,11 @@ class _Stream:
     def close(self) -> None:
         self._chunks.close()
         self._txn.abort()
+
+
+def _more_than(items: Iterator, bound: int) -> bool:
+    """Whether ``items`` holds more than ``bound`` (read no further than one past it)."""
+    return next(itertools.islice(items, bound, None), None) is not None
 
 
 def not_durable() -> RepositoryError:

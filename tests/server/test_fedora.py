@@ -128,6 +128,24 @@ def test_contained_descriptions(box):
     assert not any(t.subject.value == box.base + "fed/a" for t in plain)
 
 
+def test_inclusions_a_request_cannot_afford_are_not_made(repository, monkeypatch):
+    """A Prefer header must not make one GET unbounded: past the bounds, the children's triples and
+    the inbound references are left out, and Preference-Applied is not sent."""
+    from lakebench.server import headers, repository as repository_module
+
+    base = repository.base_url
+    repository.put(base + "c", b"", "text/turtle")
+    for name in ("a", "b"):
+        repository.put(base + f"c/{name}", f"<> <http://e/p> <{base}c> .".encode(), "text/turtle")
+    both = headers.prefer(f'return=representation; include="{CONTAINED} {INBOUND}"')
+    assert repository.affordable(base + "c", both) == both  # within the bounds: honoured, claimed
+    monkeypatch.setattr(repository_module, "MAX_CONTAINED_DESCRIPTIONS", 1)
+    monkeypatch.setattr(repository_module, "MAX_INBOUND_REFERENCES", 1)
+    bounded = repository.affordable(base + "c", both)
+    assert not bounded.contained and not bounded.inbound and bounded.applied is None
+    assert bounded.minimal and bounded.containment  # the rest of the representation stays
+
+
 # -- 5: external content -------------------------------------------------------------------
 @pytest.mark.parametrize("method,path", [("PUT", "/fed/ext"), ("POST", "/fed"), ("PUT", "/fed/ext-bin")])
 def test_external_content_is_refused(box, method, path):

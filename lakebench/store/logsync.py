@@ -1,19 +1,20 @@
 """Group commit: the write-ahead log's records made durable together, one flush per group.
 
 A write puts its record in the log unflushed and then waits until a flush
-covers it.  The first writer to wait leads: it notes the last record written
-so far (the group's end), flushes the log (fdatasync), and when the flush has
-returned publishes that every record up to the group's end is durable and
-wakes the others.  The writes that arrived during the flush form the next
-group, which one of them leads.  A write is acknowledged only once a flush
-that began after its record was written has returned.
+covers it.  The first writer to wait leads: it asks for a flush (fdatasync),
+which notes the last record written when it begins (the group's end), and
+when the flush has returned it publishes that every record up to the
+group's end is durable and wakes the others.  The writes that arrived
+during the flush form the next group, which one of them leads.  A write is
+acknowledged only once a flush that began after its record was written has
+returned.
 
 How a writer waits is the caller's (:class:`Waiting`): by default the flush
 runs inline and nothing else runs meanwhile, one write, one flush, as a
-plain log does.  The server passes gevent's: the flush runs on a thread of
-the hub's pool, so the event loop goes on parsing requests and applying
-writes to the batch while the disk works, and those writes share the next
-flush.
+plain log does.  The server passes its event loop's
+(lakebench.server.cooperation): the flush begins once the requests ready in
+this turn of the loop have made their writes, so they all share it, and a
+slow flush runs on a thread while the loop goes on.
 
 A flush that fails loses every record not yet durable, whichever group it
 was in: the kernel may have dropped the pages of any of them, and a later
@@ -50,9 +51,10 @@ class LogSyncError(LogError):
 
 @dataclass(frozen=True)
 class Waiting:
-    """How a writer waits for a flush: ``run_blocking(fn)`` runs ``fn`` and returns
-    once it has (raising what it raised), ``event()`` makes an event with
-    ``set()`` and ``wait()`` for the writers that wait for another's flush."""
+    """How a writer waits for a flush: ``run_blocking(fn)`` runs ``fn`` (now, or
+    once the writes ready to run have been made) and returns once it has,
+    raising what it raised; ``event()`` makes an event with ``set()`` and
+    ``wait()`` for the writers that wait for another's flush."""
 
     run_blocking: Callable[[Callable[[], None]], None]
     event: Callable[[], Any]
@@ -135,17 +137,24 @@ class GroupSync:
             self._lead()
 
     def _lead(self) -> None:
-        end = self._last  # a flush begun now covers every record written so far
+        covered = [self._last]
         event = self._round = self._waiting.event()
+
+        def flush() -> None:
+            # The writes made between the lead and the flush's start (run_blocking
+            # may start it later) are in this group too.
+            covered[0] = self._last
+            self._flush()
+
         try:
             try:
-                self._waiting.run_blocking(self._flush)
+                self._waiting.run_blocking(flush)
             except OSError as exc:
                 self.failures += 1
                 self._fail(exc)
                 raise LogSyncError(self._why) from exc
             self.flushes += 1
-            self.synced = max(self.synced, end)
+            self.synced = max(self.synced, covered[0])
         finally:
             # Also if this writer was killed while it waited: the others then
             # find no flush in flight, and one of them leads the next.

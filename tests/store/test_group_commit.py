@@ -3,8 +3,9 @@ of the write-ahead log, each is acknowledged only once a flush that began after
 its record was written has returned, and a failed flush fails every write not
 yet durable, whichever group it was in.
 
-Driven as the server drives it: greenlets on one thread, the flush on gevent's
-thread pool (lakebench.server.cooperation), a real store and real fdatasync.
+Driven as the server drives it: greenlets on one thread, the flush begun at the
+end of the loop's turn, on the loop's thread or on gevent's thread pool
+(lakebench.server.cooperation), a real store and real fdatasync.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from lakebench.store.terms import iri
 
 gevent = pytest.importorskip("gevent")
 
-from lakebench.server.cooperation import GEVENT  # noqa: E402  (needs gevent)
+from lakebench.server.cooperation import GEVENT, INLINE_FLUSH_SECONDS, LoopFlush  # noqa: E402  (needs gevent)
+from lakebench.store import Waiting  # noqa: E402
 
 G = "http://g.example/"
 
@@ -191,4 +193,59 @@ def test_a_read_of_a_write_whose_flush_failed_is_refused(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert got["seen"] == {1} and isinstance(got["write"], LogSyncError) and isinstance(got["read"], LogSyncError)
     assert _subjects(store) == set()
+    store.close()
+
+
+def _fresh_waiting() -> Waiting:
+    """GEVENT's waiting with a flush timer of its own (GEVENT's remembers other tests' flushes)."""
+    return Waiting(run_blocking=LoopFlush(), event=GEVENT.event)
+
+
+def test_the_writes_of_one_turn_of_the_loop_share_one_flush(tmp_path):
+    """200 greenlets ready at once each write and wait: the flush begins once the
+    last has written (the end of the turn), so one flush covers them all."""
+    waiting = _fresh_waiting()
+    store = LmdbStore(tmp_path, waiting=waiting, batch_writes=100_000)
+    assert set(_concurrently(store, range(200)).values()) == {None}
+    assert store.log_flushes["flushes"] == 1, store.log_flushes
+    assert waiting.run_blocking.inline == 1 and waiting.run_blocking.pooled == 0
+    store.close()
+
+
+def test_a_slow_flush_runs_off_the_loop_which_goes_on_meanwhile(tmp_path, monkeypatch):
+    """Flushes slower than INLINE_FLUSH_SECONDS move to a thread: while one runs,
+    another greenlet of the loop keeps running."""
+    waiting = _fresh_waiting()
+    store = LmdbStore(tmp_path, waiting=waiting, batch_writes=100_000)
+    real = os.fdatasync
+    windows: list[tuple[float, float]] = []
+
+    def slow(fd):
+        began = time.monotonic()
+        time.sleep(20 * INLINE_FLUSH_SECONDS)
+        real(fd)
+        windows.append((began, time.monotonic()))
+
+    monkeypatch.setattr(os, "fdatasync", slow)
+    ticks: list[float] = []
+    writing = [True]
+
+    def ticker():
+        while writing[0]:
+            ticks.append(time.monotonic())
+            gevent.sleep(INLINE_FLUSH_SECONDS / 2)
+
+    def writer():
+        for k in range(12):
+            store.add([_quad(k)])
+        writing[0] = False
+
+    gevent.joinall([gevent.spawn(ticker), gevent.spawn(writer)], raise_error=True)
+    monkeypatch.undo()
+    flush = waiting.run_blocking
+    assert flush.inline >= 1 and flush.pooled >= 1, (flush.inline, flush.pooled)
+    assert flush.recent_seconds > INLINE_FLUSH_SECONDS
+    pooled = windows[flush.inline:]  # the first ones ran inline, until the mean passed the bound
+    assert any(began < tick < ended for began, ended in pooled for tick in ticks), "the loop stood still"
+    assert _subjects(store) == set(range(12))
     store.close()

@@ -5,10 +5,12 @@ a production pre-fork server, with an event-loop worker
 (:mod:`lakebench.server.serving`): a slow or silent client costs a
 connection slot, never a worker (``--worker-class gthread`` or ``sync``
 choose gunicorn's threaded or synchronous worker instead, to measure the
-choice).  Each worker process opens the LMDB
-environment itself after the fork; LMDB serializes their writes and gives
-each reader a snapshot.  SIGTERM stops it gracefully (requests in flight
-finish).  Loopback only unless ``--host`` says otherwise.
+choice).  One worker process serves every connection and owns the store:
+its write batch and write-ahead log belong to one process.  ``--workers N``
+adds N-1 processes that parse request bodies for it
+(:mod:`lakebench.server.sandbox`), so the worker's core goes to the store
+and to HTTP.  SIGTERM stops it gracefully (requests in flight finish).
+Loopback only unless ``--host`` says otherwise.
 """
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ WORKER_CLASSES = ("gevent", "gthread", "sync")
 
 
 def make_app(data: str | Path, base_url: str, durability: str, max_body: int, max_binary: int | None = None,
-             log: bool | None = None, patch_timeout: float | None = None, cooperative: bool = False):
+             log: bool | None = None, patch_timeout: float | None = None, cooperative: bool = False,
+             parsers: int = 0):
     """The WSGI application; ``cooperative``: served by the gevent worker (a PATCH's
-    evaluation then lets the other clients be served, lakebench.server.sandbox)."""
+    evaluation, or a body's parse, then lets the other clients be served,
+    lakebench.server.sandbox); ``parsers``: processes parsing RDF bodies for it."""
     from lakebench.server.app import LdpApplication
     from lakebench.server.binaries import DEFAULT_MAX_BINARY
     from lakebench.server.repository import Repository
@@ -38,7 +42,7 @@ def make_app(data: str | Path, base_url: str, durability: str, max_body: int, ma
 
     timeout = PATCH_TIMEOUT if patch_timeout is None else patch_timeout
     return LdpApplication(lambda: Repository(data, base_url, durability=durability, log=log, patch_timeout=timeout,
-                                             cooperative=cooperative),
+                                             cooperative=cooperative, parsers=parsers),
                           max_body=max_body, max_binary=DEFAULT_MAX_BINARY if max_binary is None else max_binary)
 
 
@@ -64,17 +68,15 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
     from lakebench.server.app import DEFAULT_MAX_BODY
 
     base = base_url or f"http://{host}:{port}/"
-    # The store's write-ahead log belongs to one process: with several
-    # workers, every write is an LMDB commit of its own instead (said at
-    # start-up: it is the slow path, not the one measured with one worker).
-    log = workers == 1
-    if not log:
-        logging.getLogger("lakebench.server").warning(
-            "%d workers: the write-ahead log belongs to one process, so each write is an LMDB commit "
-            "of its own (%s), without the log's batching or group commit", workers,
-            "fsynced" if Durability.parse(durability).syncs else "unsynced")
+    # The store's write batch and write-ahead log belong to one process, the
+    # one worker; the others a user asks for parse request bodies for it.
+    if workers > 1:
+        logging.getLogger("lakebench.server").info(
+            "%d workers: one serves and writes (the write-ahead log, group commit), %d parse request bodies",
+            workers, workers - 1)
     ldp_app = make_app(data, base, durability, DEFAULT_MAX_BODY if max_body is None else max_body,
-                       max_binary, log=log, patch_timeout=patch_timeout, cooperative=worker_class == "gevent")
+                       max_binary, log=True, patch_timeout=patch_timeout, cooperative=worker_class == "gevent",
+                       parsers=workers - 1)
     app = serving.complete_responses(ldp_app, settle=ldp_app.settle)
     # Open (and create) the store once before forking, so a bad data
     # directory is an error at start-up rather than in every worker; in a
@@ -86,7 +88,7 @@ def serve(data: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, workers
 
     options = {
         "bind": f"{host}:{port}",
-        "workers": workers,
+        "workers": 1,
         # One event loop per worker (gevent), a greenlet per connection, with
         # timeouts and a connection cap: see lakebench.server.serving.  gthread:
         # one thread, so the store's write batch always sees the same one.
@@ -137,9 +139,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
     parser.add_argument("--workers", type=int, default=1,
-                        help="gunicorn worker processes (default: 1); with more than one, a durable "
-                        "write is an fsynced LMDB commit of its own, since the write-ahead log "
-                        "belongs to one process")
+                        help="processes (default: 1): one gunicorn worker serves every connection and "
+                        "owns the store (its write batch and write-ahead log belong to one process); "
+                        "the other N-1 parse request bodies (Turtle, JSON-LD) for it, so that its "
+                        "core goes to the store and to HTTP")
     parser.add_argument("--durability", choices=STORE_MODES, default=Durability.DURABLE,
                         help="durable (default): a write is answered once it is on stable storage "
                         "(the write-ahead log, fdatasynced); nosync: written to the OS, not fsynced")

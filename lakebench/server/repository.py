@@ -44,7 +44,7 @@ from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError, insufficient_storage
 from lakebench.server.headers import Preferences, modified_since
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
-from lakebench.server.sandbox import PATCH_TIMEOUT, Sandboxes
+from lakebench.server.sandbox import PARSE_TIMEOUT, PATCH_TIMEOUT, Sandboxes
 from lakebench.server.rdfbody import (
     PARSERS,
     Body,
@@ -139,16 +139,20 @@ class Repository:
     def __init__(self, path: str | os.PathLike, base_url: str, durability: str = "durable",
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  patch_timeout: float = PATCH_TIMEOUT, cooperative: bool = False,
-                 truncate_damaged_log: bool = False):
+                 truncate_damaged_log: bool = False, parsers: int = 0):
         # log: the store's write-ahead log (the default), which one
         # process owns; several worker processes need log=False.
         # patch_timeout, cooperative: how PATCHes are evaluated (lakebench.server.sandbox).
+        # parsers: helper processes that parse RDF bodies (0: this process parses them).
         # cooperative: under gevent, writers wait for the log's flush in
         # their greenlet, and share it (lakebench.server.cooperation).
         self.store = LmdbStore(path, durability=durability, map_size=map_size, log=log,
                                truncate_damaged_log=truncate_damaged_log,
                                waiting=cooperation.GEVENT if cooperative else INLINE)
         self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
+        self.parsers = Sandboxes(PARSE_TIMEOUT, cooperative=cooperative, size=parsers) if parsers else None
+        if self.parsers is not None:
+            self.parsers.prestart()
         self.binaries = BinaryFiles(self.store.path / "binaries", durability=durability)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._type = iri(RDF_TYPE)
@@ -190,7 +194,17 @@ class Repository:
 
     def close(self) -> None:
         self.sandboxes.close()
+        if self.parsers is not None:
+            self.parsers.close()
         self.store.close()
+
+    def _parse(self, body: bytes, media_type: str, uri: str, description: bool = False) -> Body:
+        """The body of a PUT or POST for ``uri`` parsed, in a parser process if one
+        is free, else here: the parsers add to this process's core, and never
+        make a request wait for them."""
+        if self.parsers is None or not self.parsers.free():
+            return parse_body(body, media_type, uri, description=description)
+        return self.parsers.parse(body, media_type, uri, description=description)
 
     def _write(self, op):
         """``op(txn)`` in one committed write transaction (the map grows when full)."""
@@ -518,7 +532,7 @@ class Repository:
         Raises :class:`IsBinary` (before changing anything) when ``uri`` is a
         binary and no model was asked for: the body is then its new bytes.
         """
-        parsed = parse_body(body, media_type, uri)
+        parsed = self._parse(body, media_type, uri)
         return self._write(lambda txn: self._put(txn, uri, parsed, model or default, model, if_match,
                                                  if_none_match, if_unmodified_since))
 
@@ -555,7 +569,7 @@ class Repository:
     def put_description(self, uri: str, body: bytes, media_type: str, *, if_match: str | None = None,
                         if_none_match: str | None = None, if_unmodified_since: str | None = None) -> str:
         """Replace the description of binary ``uri`` (its subject is the binary); the new ETag."""
-        parsed = parse_body(body, media_type, uri, description=True)
+        parsed = self._parse(body, media_type, uri, description=True)
 
         def op(txn):
             info = self._description_info(txn, uri)

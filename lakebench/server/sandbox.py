@@ -1,4 +1,4 @@
-"""The processes that evaluate clients' SPARQL Updates, apart from the server.
+"""The processes that evaluate clients' SPARQL Updates, and parse their bodies, apart from the server.
 
 A PATCH's update is evaluated in a helper process of the worker, never in
 the worker itself:
@@ -31,6 +31,14 @@ those a DELETE DATA or a DELETE template states with their predicate, and for
 server can refuse the removal of a server-managed triple the client asked
 for by name and keep one a pattern merely matched.
 
+With ``lakebench serve --workers N``, N-1 helpers of the same kind parse
+the RDF bodies of PUTs and POSTs (:meth:`Sandboxes.parse`, a second pool of
+the worker): the one worker, which owns the store's write batch and log,
+then spends its core on the store and on HTTP, while the helpers turn
+Turtle and JSON-LD into N-Triples on the others (docs/server.rst).  A body
+is answered as it would be in the worker (:func:`lakebench.server.rdfbody.parse_body`:
+the same 400, 409 and 415), and a body that ends its helper is a 400.
+
 The two ends speak length-prefixed frames over the helper's stdin and
 stdout (no pickle: the worker trusts nothing the helper sends but bytes).
 ``python -m lakebench.server.sandbox TIMEOUT`` is the helper.
@@ -59,18 +67,32 @@ HELPERS = 4
 MAX_ANSWER = 64 << 20
 #: The address space a helper may take (its 1 GiB stack, reserved, included).
 HELPER_MEMORY = 4 << 30
+#: Seconds a body may take to parse (a 16 MiB Turtle body takes about one).
+PARSE_TIMEOUT = 60.0
+#: The largest N-Triples a parsed body may become: 64 times the default --max-body.
+MAX_PARSED = 1 << 30
 
-_REQUEST = struct.Struct(">III")  # lengths of the update, the base IRI, the resource's N-Triples
+# The job (UPDATE: the update, the base IRI, the resource's N-Triples; PARSE, and
+# PARSE_DESCRIPTION for a binary's description: the body, its media type, the
+# resource's IRI), then the lengths of three payloads.
+_REQUEST = struct.Struct(">BIII")
+UPDATE, PARSE, PARSE_DESCRIPTION = range(3)
 _ANSWER = struct.Struct(">BIII")  # status, then the lengths of three payloads
 # OK: (removed, added, the removed triples the update names); ALL_NAMED: (removed,
 # added), every removed triple named (the update is INSERT DATA and DELETE DATA
-# only); the others: (message,).
-OK, MALFORMED, REFUSED, FAILED, ALL_NAMED = range(5)
+# only); PARSED: (the body's own triples as N-Triples, its server-managed triples
+# about the resource, encoded by encode_triples); REFUSED_AS: (the HTTP status,
+# the message); the others: (message,).
+OK, MALFORMED, REFUSED, FAILED, ALL_NAMED, PARSED, REFUSED_AS = range(7)
+#: The statuses a parse may refuse a body with (lakebench.server.rdfbody).
+PARSE_REFUSALS = (400, 409, 415)
+_LENGTH = struct.Struct(">I")
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
 class Sandboxes:
-    """The helpers of one worker process: ``evaluate(update, before, base)``.
+    """The helpers of one worker process: ``evaluate(update, before, base)``,
+    or ``parse(body, media_type, subject)``; ``size`` of them at once.
 
     ``cooperative``: the worker is gevent's, so waiting for a helper yields
     to the other greenlets (else it blocks the thread, as everything does
@@ -88,35 +110,72 @@ class Sandboxes:
             from threading import BoundedSemaphore
         self._slots = BoundedSemaphore(size)
         self._size = size
+        self._running = 0  # jobs being asked now
 
     def evaluate(self, update: str, before: bytes, base: str) -> tuple[bytes, bytes, bytes | None]:
         """(N-Triples removed, N-Triples added, N-Triples of the removed triples the
         update names, or None when it names all of them) when ``update`` runs on
         ``before``; RepositoryError (400, 503) when it is refused, fails or takes
         too long."""
+        status, first, second, third = self._ask(UPDATE, (update.encode("utf-8"), base.encode("utf-8"), before),
+                                                 _UPDATE_WORDS, MAX_ANSWER)
+        if status == OK:
+            return first, second, third
+        if status == ALL_NAMED:
+            return first, second, None
+        if status in (MALFORMED, REFUSED, FAILED):
+            raise RepositoryError(400, first.decode("utf-8", "replace"))
+        raise _out_of_protocol(_UPDATE_WORDS)
+
+    def parse(self, body: bytes, media_type: str, subject: str, *, description: bool = False):
+        """:func:`lakebench.server.rdfbody.parse_body` of the body, in a helper: its
+        :class:`~lakebench.server.rdfbody.Body`, or the RepositoryError it raised
+        there (400, 409, 415); 400 if the body ended the helper, 503 if it took
+        longer than ``timeout``."""
+        from lakebench.server.rdfbody import Body
+
+        job = PARSE_DESCRIPTION if description else PARSE
+        status, first, second, _ = self._ask(job, (body, media_type.encode("utf-8"), subject.encode("utf-8")),
+                                             _PARSE_WORDS, MAX_PARSED)
+        if status == PARSED:
+            managed = decode_triples(second)
+            if managed is not None:
+                return Body(first, managed)
+        elif status == REFUSED_AS and first.isdigit() and int(first) in PARSE_REFUSALS:
+            raise RepositoryError(int(first), second.decode("utf-8", "replace"))
+        raise _out_of_protocol(_PARSE_WORDS)
+
+    def free(self) -> bool:
+        """Whether a job asked now would find a helper free (none waits for a slot)."""
+        return self._running < self._size
+
+    def prestart(self) -> None:
+        """Start the helpers now, so the first requests do not wait for them."""
+        for _ in range(self._size - len(self._all)):
+            self._idle.append(self._start())
+
+    def _ask(self, job: int, parts: tuple[bytes, bytes, bytes], words: dict, max_answer: int):
         if not self._slots.acquire(timeout=self.timeout):
-            raise RepositoryError(503, f"the server is evaluating {self._size} updates already and none "
-                                       f"ended within {self.timeout:g} s: try again later",
+            raise RepositoryError(503, f"the server is {words['busy']} {self._size} {words['jobs']} already "
+                                       f"and none ended within {self.timeout:g} s: try again later",
                                   headers=[("Retry-After", "1")])
+        self._running += 1
         try:
             helper = self._take()
-            deadline = time.monotonic() + self.timeout  # the update's own time, not the wait for a slot
+            deadline = time.monotonic() + self.timeout  # the job's own time, not the wait for a slot
             try:
-                status, first, second, third = helper.ask(update, base, before, deadline)
+                answer = helper.ask(job, parts, deadline, max_answer)
             except _Stopped as stopped:
                 self._discard(helper)
-                raise stopped.error() from None
+                raise stopped.error(words) from None
             except BaseException:  # anything else mid-exchange: the pipes' state is unknown
                 self._discard(helper)
                 raise
             self._idle.append(helper)
         finally:
+            self._running -= 1
             self._slots.release()
-        if status == OK:
-            return first, second, third
-        if status == ALL_NAMED:
-            return first, second, None
-        raise RepositoryError(400, first.decode("utf-8", "replace"))
+        return answer
 
     def _take(self) -> _Helper:
         """An idle helper that is still alive, or a new one."""
@@ -151,17 +210,30 @@ class _Stopped(Exception):
         self.timeout = timeout
         self.returncode = returncode
 
-    def error(self) -> RepositoryError:
+    def error(self, words: dict) -> RepositoryError:
         if self.returncode is None:
-            return RepositoryError(503, f"the update was stopped after {self.timeout:g} s, the "
-                                        "server's limit on evaluating one (--patch-timeout)",
+            return RepositoryError(503, f"{words['stopped']} after {self.timeout:g} s, the "
+                                        f"server's limit on {words['doing']} one{words['option']}",
                                    headers=[("Retry-After", "1")])
         how = f"status {self.returncode}"
         if self.returncode < 0:
             with contextlib.suppress(ValueError):
                 how = signal.Signals(-self.returncode).name
-        return RepositoryError(400, f"the update could not be evaluated: it ended the process "
-                                    f"evaluating it ({how}; nested too deeply?)")
+        return RepositoryError(400, f"{words['failed']}: it ended the process {words['doing']} it "
+                                    f"({how}; nested too deeply?)")
+
+
+def _out_of_protocol(words: dict) -> RepositoryError:
+    """A helper answered with what its job never answers (it is not what it should be)."""
+    return RepositoryError(503, f"{words['failed']}: the process {words['doing']} it answered out of protocol",
+                           headers=[("Retry-After", "1")])
+
+
+# How the refusals of each kind of job read.
+_UPDATE_WORDS = {"busy": "evaluating", "jobs": "updates", "stopped": "the update was stopped",
+                 "doing": "evaluating", "option": " (--patch-timeout)", "failed": "the update could not be evaluated"}
+_PARSE_WORDS = {"busy": "parsing", "jobs": "bodies", "stopped": "parsing the body was stopped",
+                "doing": "parsing", "option": "", "failed": "the body could not be parsed"}
 
 
 class _Helper:
@@ -182,11 +254,11 @@ class _Helper:
         os.set_blocking(self._to, False)
         os.set_blocking(self._from, False)
 
-    def ask(self, update: str, base: str, before: bytes, deadline: float) -> tuple[int, bytes, bytes, bytes]:
-        parts = [update.encode("utf-8"), base.encode("utf-8"), before]
-        self._send(_REQUEST.pack(*map(len, parts)) + b"".join(parts), deadline)
+    def ask(self, job: int, parts: tuple[bytes, bytes, bytes], deadline: float,
+            max_answer: int) -> tuple[int, bytes, bytes, bytes]:
+        self._send(_REQUEST.pack(job, *map(len, parts)) + b"".join(parts), deadline)
         status, *lengths = _ANSWER.unpack(self._receive(_ANSWER.size, deadline))
-        if sum(lengths) > MAX_ANSWER:  # the helper says so itself: not one of its answers
+        if sum(lengths) > max_answer:  # the helper says so itself: not one of its answers
             raise _Stopped(self._timeout, 1)
         return (status, *(self._receive(length, deadline) for length in lengths))
 
@@ -335,6 +407,44 @@ def named(canonical: str, removed) -> list:
             or (t.predicate.value == RDF_TYPE and isinstance(t.object, ox.NamedNode) and t.object.value in classes)]
 
 
+def parse(job: int, body: bytes, media_type: str, subject: str) -> tuple[int, bytes, bytes, bytes]:
+    """(status, payload, payload, payload) of one body's parse, in this process."""
+    from lakebench.server.errors import RepositoryError
+    from lakebench.server.rdfbody import parse_body
+
+    try:
+        parsed = parse_body(body, media_type, subject, description=job == PARSE_DESCRIPTION)
+    except RepositoryError as exc:
+        return REFUSED_AS, str(exc.status).encode(), exc.message.encode("utf-8", "replace"), b""
+    return PARSED, parsed.ntriples, encode_triples(parsed.managed), b""
+
+
+def encode_triples(triples) -> bytes:
+    """Encoded ``(s, p, o)`` triples as one payload: each term its length, then its bytes.
+
+    >>> decode_triples(encode_triples([(b"Ia", b"Ib", b"Lc")]))
+    ((b'Ia', b'Ib', b'Lc'),)
+    """
+    return b"".join(_LENGTH.pack(len(term)) + term for triple in triples for term in triple)
+
+
+def decode_triples(data: bytes) -> tuple[tuple[bytes, bytes, bytes], ...] | None:
+    """The triples of :func:`encode_triples`; None if ``data`` is not such a payload."""
+    terms, offset = [], 0
+    while offset < len(data):
+        if offset + _LENGTH.size > len(data):
+            return None
+        (length,) = _LENGTH.unpack_from(data, offset)
+        offset += _LENGTH.size
+        if offset + length > len(data):
+            return None
+        terms.append(data[offset:offset + length])
+        offset += length
+    if len(terms) % 3:
+        return None
+    return tuple(tuple(terms[i:i + 3]) for i in range(0, len(terms), 3))
+
+
 def _bounded(status: int, *payloads: bytes) -> tuple[int, bytes, bytes, bytes]:
     """The answer, or a refusal if the difference is larger than MAX_ANSWER."""
     if status in (OK, ALL_NAMED) and sum(map(len, payloads)) > MAX_ANSWER:
@@ -390,16 +500,21 @@ def _serve(timeout: float) -> int:
         head = _read_exactly(stdin, _REQUEST.size)
         if head is None:
             return 0
-        lengths = _REQUEST.unpack(head)
-        update, base, before = (_read_exactly(stdin, n) if n else b"" for n in lengths)
-        if None in (update, base, before):
+        job, *lengths = _REQUEST.unpack(head)
+        first, second, third = (_read_exactly(stdin, n) if n else b"" for n in lengths)
+        if None in (first, second, third):
             return 0
         # The backstop of the worker's deadline: SIGXCPU ends this process
-        # if an update's CPU time goes past it.
+        # if a job's CPU time goes past it.
         limit = math.ceil(_cpu_seconds() + timeout) + 1
         if hard == resource.RLIM_INFINITY or limit < hard:
             resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
-        status, *payloads = _bounded(*evaluate(update.decode("utf-8"), base.decode("utf-8"), before))
+        if job == UPDATE:
+            status, *payloads = _bounded(*evaluate(first.decode("utf-8"), second.decode("utf-8"), third))
+        elif job in (PARSE, PARSE_DESCRIPTION):
+            status, *payloads = parse(job, first, second.decode("utf-8"), third.decode("utf-8"))
+        else:
+            return 1  # not a job of this protocol: the worker is not what it should be
         stdout.write(_ANSWER.pack(status, *map(len, payloads)) + b"".join(payloads))
         stdout.flush()
 

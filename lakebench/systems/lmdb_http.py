@@ -26,7 +26,8 @@ class LmdbHttpSystem(LdpSystem):
     durability = Durability.DURABLE
     # --system-option KEY=VALUE: the options of ``lakebench serve`` worth measuring.
     OPTIONS = {
-        "server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64), 1),
+        "server_workers": Option("processes of lakebench serve (--workers): one serving and writing, "
+                                 "the others parsing request bodies", Bounded(int, 1, 64), 1),
         "worker_class": Option("gunicorn's worker (serve --worker-class)", Choice(*WORKER_CLASSES),
                                WORKER_CLASSES[0]),
         "client_timeout": Option("seconds a client may stall, gevent worker only (serve --client-timeout)",
@@ -69,7 +70,8 @@ class LmdbHttpSystem(LdpSystem):
 
     def version_text(self) -> str | None:
         workers = self.options.get("server_workers", 1)
-        return (f"lakebench serve {__version__}, {self.options.get('worker_class', 'gevent')} x{workers} "
+        parsers = f" + {workers - 1} body parser{'s' if workers > 2 else ''}" if workers > 1 else ""
+        return (f"lakebench serve {__version__}, {self.options.get('worker_class', 'gevent')} x1{parsers} "
                 f"({store_version()})")
 
     def close(self) -> None:

@@ -4,7 +4,7 @@
   the server is healthy and nothing is partially written (a resource
   replaced with a bad body keeps its content, no child appears), and the
   store passes its consistency check;
-* 8 clients PUT (and POST) children into one parent through 2 workers:
+* 8 clients PUT (and POST) children into one parent through 2 workers (one serving, one parsing):
   exactly the children sent, none lost or duplicated;
 * the server is SIGKILLed in the middle of an ingest, again and again on the
   same data directory: every acknowledged child is there in full, and the

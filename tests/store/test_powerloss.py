@@ -35,7 +35,7 @@ MODES = {  # name -> (durable, log, filing lag, writers)
     "log": (True, True, None, 1),         # the default durable mode (no id filed in t2i: too few)
     "log-filing": (True, True, 32, 1),    # the same, filing ids in t2i at several batch commits
     "commit": (True, False, None, 1),     # LMDB's fsync per commit, no log
-    # 8 writers (greenlets, the flush on gevent's thread pool, as the server
+    # 8 writers (greenlets, the flush at the end of the loop's turn, as the server
     # runs them): their writes share flushes (group commit)
     "log-group": (True, True, None, 8),
     "log-unflushed": (False, True, None, 1),  # the control: nothing is flushed

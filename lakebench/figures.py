@@ -182,6 +182,10 @@ TIME_PER_CHILD_MEDIAN = Term("time per child (median)", "per_resource_ms.p50",
                              "the median time to create one child")
 TIME_PER_CHILD_P95 = Term("time per child (p95)", "per_resource_ms.p95",
                           "the 95th percentile of the time to create one child")
+TIME_PER_CHILD_P999 = Term("time per child (p99.9)", "per_resource_ms.p999",
+                           "the 99.9th percentile of the time to create one child: one child in a thousand "
+                           "took longer")
+TIME_PER_CHILD_MAX = Term("time per child (max)", "per_resource_ms.max", "the longest time one child took to create")
 GROWTH = Term("last/first 10%", "growth.ratio",
               "the mean time per child of the last 10% of children over that of the first 10% (1.00x: no growth)")
 RETRIEVALS = Term("retrievals", "settings.retrievals",
@@ -211,13 +215,16 @@ ONE_OVER_MEAN = Term("1/mean", "operations.KIND.per_second",
                      "would sustain; not a throughput")
 CONTAINS = Term("contains", "parent.containment_triples", "the containment triples of the parent as read")
 PEAK_RSS = Term("peak RSS", "peak_rss_bytes", "the peak resident memory of the system's processes")
+PEAK_PRIVATE = Term("peak private RSS", "peak_rss_anon_bytes",
+                    "the peak of the system's processes' private resident memory (RssAnon: their heaps, not "
+                    "the pages of files they map)")
 DATABASE_SIZE = Term("database size", "disk_bytes", "the bytes allocated under the data directory after close")
 TRIPLES = Term("triples", "triples_total", "the triples the system holds at the end")
 
 #: Every figure shown in more than one place, in the order docs/results.rst lists them.
-VOCABULARY = (RUNNING_TIME, TIME_PER_CHILD, TIME_PER_CHILD_MEDIAN, TIME_PER_CHILD_P95, GROWTH, RETRIEVALS,
-              PARENT_FIRST, PARENT_STEADY, CONTAINS, THROUGHPUT, LATENCY_P95, GENERATOR_CPU, KNEE, ONE_OVER_MEAN,
-              PEAK_RSS, DATABASE_SIZE, TRIPLES)
+VOCABULARY = (RUNNING_TIME, TIME_PER_CHILD, TIME_PER_CHILD_MEDIAN, TIME_PER_CHILD_P95, TIME_PER_CHILD_P999,
+              TIME_PER_CHILD_MAX, GROWTH, RETRIEVALS, PARENT_FIRST, PARENT_STEADY, CONTAINS, THROUGHPUT, LATENCY_P95,
+              GENERATOR_CPU, KNEE, ONE_OVER_MEAN, PEAK_RSS, PEAK_PRIVATE, DATABASE_SIZE, TRIPLES)
 
 
 def time_per(kind: str | None, statistic: str = "mean") -> str:

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from lakebench import report, results  # noqa: E402
+from lakebench import figures, report, results  # noqa: E402
 from lakebench.report import charts, fmt, pages  # noqa: E402
 from lakebench.report.data import ReportData  # noqa: E402
 from lakebench.runner import RunConfig, run  # noqa: E402
@@ -345,3 +345,18 @@ def test_log_moving_stats():
     assert xs[0] == 1 and xs[-1] == 1000 and list(xs) == sorted(set(xs))
     assert med[-1] == 0.002  # only the first run reaches that far
     assert all(m <= p for m, p in zip(med, p95))
+
+
+def test_the_slowest_children_have_a_table_of_their_own(built, results_dir):
+    """p95, p99.9 and max of the time per child, each system that completed, as the results hold them."""
+    _, text = built
+    rows = pages.tail_rows(ReportData.load(results_dir))
+    assert rows[0][2:] == [figures.TIME_PER_CHILD_P95.name, figures.TIME_PER_CHILD_P999.name,
+                           figures.TIME_PER_CHILD_MAX.name]
+    ok = [s for s in results.load(results_dir)["systems"] if s["status"] == "ok"]
+    assert len(rows) == 1 + len(ok)
+    for s in ok:
+        (row,) = [r for r in rows[1:] if r[0].startswith(s["name"])]
+        assert row[3:] == [fmt.nobreak(fmt.millis(s["per_resource_ms"][key])) for key in ("p999", "max")]
+        assert s["per_resource_ms"]["p95"] <= s["per_resource_ms"]["p999"] <= s["per_resource_ms"]["max"]
+    assert "The slowest children" in text

@@ -204,3 +204,16 @@ def test_the_samples_of_the_ingest_carry_the_children_made_by_their_time(sweep):
         assert counts[-1] == CHILDREN
         during = [s["children"] for s in samples if s.get("phase") == "ingest"]
         assert any(0 < c for c in during), during
+
+
+def test_the_conclusions_compare_each_system_at_its_highest_throughput(flattened):
+    """A sweep's cases are not ranked against each other: each system is compared at its best case."""
+    from lakebench.report import conclusions
+    from lakebench.report.data import ReportData
+
+    lines = conclusions.conclusions(ReportData.load(flattened))
+    (ingest,) = [line for line in lines if line.startswith("**Ingest**")]
+    assert ingest.count("lmdb-http-nosync") == 1, ingest  # one case of the one system, not both
+    assert "users=2" in ingest and "users=1" not in ingest, ingest  # 210/s at 2 users beats 200/s at 1
+    (said,) = [line for line in lines if line.startswith("**Users sweep**")]
+    assert "lmdb-http-nosync at 2 users" in said and "knee" in said

@@ -11,6 +11,7 @@ from lakebench import figures
 from lakebench.report import fmt
 from lakebench.report.data import ReportData, number, std_of
 from lakebench.results import get_path
+from lakebench.results.scaling import label as sweep_label, users, users_sweeps, users_text
 
 #: A single run's difference smaller than this is not called a difference.
 SINGLE_RUN_NOISE = 0.10
@@ -20,16 +21,34 @@ FLAT = 0.10
 
 def _compared(data: ReportData) -> list[dict]:
     """The successful entries compared with each other: with a sweep, one case, the
-    largest size at the data set's own literal length."""
+    largest size at the data set's own literal length, and of a users sweep each
+    system's case of highest throughput."""
+    ok = _one_size(data)
+    swept = {id(e): sweep.best for sweep in users_sweeps(ok) for e in sweep.entries}
+    return [e for e in ok if swept.get(id(e), e) is e]
+
+
+def _users_compared(data: ReportData) -> str | None:
+    """Which case of each system's users sweep the conclusions compare (its highest throughput)."""
+    sweeps = users_sweeps(_one_size(data))
+    if not sweeps:
+        return None
+    cases = "; ".join(f"{fmt.escape(sweep_label(sweep))} at {users_text(users(sweep.best))}" for sweep in sweeps)
+    return (f"**Users sweep**: each system is compared below at its highest {figures.THROUGHPUT.name} "
+            f"({cases}); the summary names where adding users stopped adding it ({figures.KNEE.name}).")
+
+
+def _one_size(data: ReportData) -> list[dict]:
+    """The successful entries of the largest size at the data set's own literal length."""
     ok = data.ok
     length = get_path(data.document, "workload.literal_length")
     if len({e.get("literal_length") for e in ok}) > 1:
         ok = [e for e in ok if e.get("literal_length") == length]
     sizes = {results.case_children(e) for e in ok}
-    if len(sizes) <= 1:
-        return ok
-    largest = max(n for n in sizes if n is not None)
-    return [e for e in ok if results.case_children(e) == largest]
+    if len(sizes) > 1:
+        largest = max(n for n in sizes if n is not None)
+        ok = [e for e in ok if results.case_children(e) == largest]
+    return ok
 
 
 def _label(data: ReportData, entry: dict) -> str:
@@ -101,6 +120,7 @@ def conclusions(data: ReportData) -> list[str]:
     else:
         children = ok[0].get("children") or data.children
         of = f" {children:,} children" if children else " the children"
+        out.append(_users_compared(data))
         out.append(_ranked(
             data, "ingest_seconds",
             lambda e: f"{fmt.seconds(e['ingest_seconds'])} "

@@ -110,7 +110,7 @@ def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
     time_rows = [["system", "durability", terms.RUNNING_TIME.name, terms.TIME_PER_CHILD.name,
                   terms.TIME_PER_CHILD_P95.name, terms.GROWTH.name, terms.PARENT_FIRST.name,
                   terms.PARENT_STEADY.name, terms.CONTAINS.name]]
-    space_rows = [["system", "durability", terms.PEAK_RSS.name, "private RSS", "CPU time",
+    space_rows = [["system", "durability", terms.PEAK_RSS.name, terms.PEAK_PRIVATE.name, "CPU time",
                    terms.DATABASE_SIZE.name, "B/triple", terms.TRIPLES.name]]
     for e in data.ranked:
         name = _row_name(data, e)
@@ -151,6 +151,19 @@ def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
     return time_rows, space_rows
 
 
+def tail_rows(data: ReportData) -> list[list[str]]:
+    """The table of the slowest children (header row first): the time per child's p95, p99.9 and max,
+    where a pause of the system (a commit, a collection) shows; the systems that completed."""
+    terms = lakebench_figures
+    rows = [["system", "durability", terms.TIME_PER_CHILD_P95.name, terms.TIME_PER_CHILD_P999.name,
+             terms.TIME_PER_CHILD_MAX.name]]
+    for e in data.ranked:
+        if e.get("status") == "ok":
+            rows.append([_row_name(data, e), fmt.escape(e.get("durability") or fmt.DASH)] + [
+                fmt.nobreak(_cell(e, f"per_resource_ms.{key}", fmt.millis)) for key in ("p95", "p999", "max")])
+    return rows
+
+
 def reference_rows(data: ReportData) -> list[list[str]]:
     """The table of the figures relative to the reference's (header row first): the time per child,
     GET parent steady, peak RSS and bytes per triple; just the header without a reference measured."""
@@ -187,6 +200,9 @@ def results_section(data: ReportData) -> str:
     out.append(intro + "\n")
     time_rows, space_rows = results_rows(data)
     out.append(fmt.list_table(time_rows, "Time"))
+    tail = tail_rows(data)
+    if len(tail) > 1:
+        out.append(fmt.list_table(tail, "The slowest children"))
     out.append(fmt.list_table(space_rows, "Memory and disk"))
     relative = reference_rows(data)
     if len(relative) > 1:
@@ -197,9 +213,10 @@ def results_section(data: ReportData) -> str:
         return " ".join(f"**{t.name}**: {t.means}." for t in defined_terms)
 
     out.append(
-        defined(terms.RUNNING_TIME, terms.TIME_PER_CHILD, terms.TIME_PER_CHILD_P95, terms.GROWTH) + " "
-        + terms.parent_note(data.retrievals, lambda name: f"**{name}**") + " " + defined(terms.CONTAINS, terms.PEAK_RSS)
-        + " **private RSS**: its anonymous part (memory-mapped files excluded). **CPU time**: user + system CPU "
+        defined(terms.RUNNING_TIME, terms.TIME_PER_CHILD, terms.TIME_PER_CHILD_P95, terms.TIME_PER_CHILD_P999,
+                terms.TIME_PER_CHILD_MAX, terms.GROWTH) + " "
+        + terms.parent_note(data.retrievals, lambda name: f"**{name}**") + " "
+        + defined(terms.CONTAINS, terms.PEAK_RSS, terms.PEAK_PRIVATE) + " **CPU time**: user + system CPU "
         "during ingest and retrieval. " + defined(terms.DATABASE_SIZE)
         + " **B/triple**: that over **triples**, the triples held at the end (marked * when the server does not "
         "count them: over the triples sent). **time/ref**, **GET/ref**, **RSS/ref**, **disk/ref**: "

@@ -64,11 +64,14 @@ def rounded(value: float | None, digits: int = 4) -> float | None:
 
 
 def latency_summary(seconds: Sequence[float]) -> dict:
-    """mean / p50 / p95 / max in milliseconds, and growth first vs last 10%.
+    """mean / p50 / p95 / p99 / p99.9 (``p999``) / max in milliseconds, and growth first vs last 10%.
 
     >>> s = latency_summary([0.001] * 10 + [0.002] * 10)
     >>> s["per_resource_ms"]["mean"], s["growth"]["ratio"]
     (1.5, 2.0)
+    >>> tail = latency_summary([0.001] * 999 + [0.5])["per_resource_ms"]  # one child in 1,000 paused
+    >>> tail["p99"], tail["p999"], tail["max"]
+    (1.0, 1.499, 500.0)
     """
     ordered = sorted(seconds)
     tenth = max(1, len(seconds) // 10)
@@ -79,6 +82,8 @@ def latency_summary(seconds: Sequence[float]) -> dict:
             "mean": rounded(mean(seconds) * 1000) if seconds else None,
             "p50": rounded(percentile(ordered, 50) * 1000),
             "p95": rounded(percentile(ordered, 95) * 1000),
+            "p99": rounded(percentile(ordered, 99) * 1000),
+            "p999": rounded(percentile(ordered, 99.9) * 1000),
             "max": rounded(ordered[-1] * 1000) if ordered else None,
         },
         "growth": {

@@ -21,7 +21,8 @@ run: its entry says "not applicable".
 In a sweep, a case of a system is not run (an entry ``skipped``) when a
 case of the same system and literal length already spent its budget before
 reaching this case's size: it would stop at about the same size again, a
-budget later (:func:`budget_skip`).
+budget later (:func:`budget_skip`); and when it would not fit on the disk
+(:func:`disk_skip`, from the disk each system was measured to take per triple).
 
 A run that fails (a server that does not start or answer, a bad reply) is a
 result: its record says ``failed`` with the error's first line, and the
@@ -274,6 +275,7 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
     if triples is not None:
         record["held"]["triples"] = triples
     record["version"] = system.version_text()
+    record["work"] = system.work()
     events.send("phase", phase="tail")
     time.sleep(spec.tail_seconds)
     events.send("phase", phase="close")
@@ -471,6 +473,46 @@ def budget_skip(name: str, c: Case, runs: dict[tuple[str, Case], list[dict]]) ->
     return f"the budget ran out at {reached:,} children (case {case:,})"
 
 
+#: What an estimate of a case's disk is multiplied by: the disk a system takes per triple was
+#: measured at rest, and a run also holds a write-ahead log, staging files and the like meanwhile.
+DISK_MARGIN = 1.5
+#: And what it adds: a store's log can reach 64 MiB before its batch is committed.
+DISK_FIXED = 64 << 20
+#: A case estimated to need this much disk or more says so as it starts.
+DISK_SAID = 1 << 30
+
+
+def disk_needed(name: str, c: Case) -> int | None:
+    """The disk case ``c`` of system ``name`` is estimated to need at most, or None when not known.
+
+    >>> disk_needed("lmdb", Case(DataSet(children=1_000_000)))  # 201 triples a child, 150 B each
+    45292108864
+    >>> disk_needed("memory", Case(DataSet(children=10))) is None
+    True
+    """
+    per_triple = systems.load(name).DISK_PER_TRIPLE
+    if per_triple is None:
+        return None
+    triples = c.children * (c.dataset.triples + 1)  # and the parent's containment triple
+    return int(triples * per_triple * DISK_MARGIN) + DISK_FIXED
+
+
+def disk_skip(name: str, c: Case, free: int) -> str | None:
+    """Why case ``c`` of system ``name`` is not run, or None: its estimate is more than the ``free`` bytes.
+
+    >>> disk_skip("lmdb", Case(DataSet(children=1_000_000)), free=10 << 30)
+    'not enough disk: it would need about 45.3 GB (150 B a triple, as measured, and a margin), 10.7 GB free'
+    >>> disk_skip("lmdb", Case(DataSet(children=1000)), free=10 << 30) is None
+    True
+    """
+    need = disk_needed(name, c)
+    if need is None or need <= free:
+        return None
+    per_triple = systems.load(name).DISK_PER_TRIPLE
+    return (f"{results.NOT_ENOUGH_DISK}: it would need about {figures.size(need)} ({per_triple:,.0f} B a triple, "
+            f"as measured, and a margin), {figures.size(free)} free")
+
+
 def _like(name: str, runs: dict[tuple[str, Case], list[dict]]) -> dict:
     """What is known of system ``name`` without a record of this case: its durability and transport."""
     records = [r for (system, _), rs in runs.items() if system == name for r in rs]
@@ -537,12 +579,15 @@ def run(config: RunConfig, log=print) -> dict:
                 label = f"{name} (run {run_index + 1}/{config.repeat})" if config.repeat > 1 else name
                 if (name, c) in skipped:
                     continue
-                reason = (_not_applicable(config, name) or budget_skip(name, c, runs)) if run_index == 0 else None
+                reason = (_not_applicable(config, name) or budget_skip(name, c, runs)
+                          or disk_skip(name, c, shutil.disk_usage(data_root).free)) if run_index == 0 else None
                 if reason is not None:
                     skipped[(name, c)] = reason
                     log(f"== {name}: {c.label()}: {reason}")
                     continue
-                log(f"== {label}: {c.label()}")
+                need = disk_needed(name, c) if run_index == 0 else None
+                disk = f" (disk: about {figures.size(need)} at most)" if need and need >= DISK_SAID else ""
+                log(f"== {label}: {c.label()}{disk}")
                 record, lat = run_one(config, name, run_index, data_root, c)
                 runs.setdefault((name, c), []).append(record)
                 latencies[(name, c.children, c.literal_length, c.variant, run_index)] = lat

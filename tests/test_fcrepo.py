@@ -455,3 +455,21 @@ def test_cli_start_status_stop_across_processes(tmp_path):
         assert cli("status").returncode == 1
     finally:
         fcrepo.stop(data)
+
+
+def test_fedora_6_autoversioning_is_an_option_and_changes_what_it_declares(tmp_path):
+    from lakebench.dataset import DataSet
+    from lakebench.systems.fcrepo.system import Fcrepo6System
+
+    art = fcrepo.FedoraArtifacts("6.1.0", Path("/c/w.war"), Path("/c/j.jar"), Path("/c"))
+    on = dict(a[2:].split("=", 1) for a in fcrepo.java_command("java", art, art.war, tmp_path, 8080, "1g") if a.startswith("-D"))
+    off = dict(a[2:].split("=", 1) for a in fcrepo.java_command("java", art, art.war, tmp_path, 8080, "1g",
+                                                               autoversioning=False) if a.startswith("-D"))
+    assert "fcrepo.autoversioning.enabled" not in on  # Fedora's default: a version of every change
+    assert off["fcrepo.autoversioning.enabled"] == "false"
+    dataset = DataSet(children=1)
+    assert Fcrepo6System(tmp_path, dataset).declared_work()["versions"] == "per change"
+    assert Fcrepo6System(tmp_path, dataset, {"autoversioning": "off"}).declared_work()["versions"] == "on request"
+    assert Fcrepo6System(tmp_path, dataset, {"autoversioning": "off"}).start_options() == {"autoversioning": False}
+    # A Fedora of the user's (--system-url): its owner's configuration, not lakebench's
+    assert Fcrepo6System(tmp_path, dataset, {"system_url": "http://h/rest/"}).declared_work() == {}

@@ -299,3 +299,24 @@ def test_a_users_sweep_is_a_case_per_user_count_after_the_other_swept_options():
         ("parents=shared,users=1", 1, {"parents": "shared"}), ("parents=shared,users=2", 2, {"parents": "shared"}),
         ("parents=per-user,users=1", 1, {"parents": "per-user"}),
         ("parents=per-user,users=2", 2, {"parents": "per-user"})]
+
+
+def test_a_case_that_would_not_fit_on_the_disk_is_not_run(tmp_path, monkeypatch):
+    """A system's disk per triple (as measured) decides, before the case starts: the others still run."""
+    import shutil
+    from collections import namedtuple
+
+    from lakebench import runner
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(runner.shutil, "disk_usage", lambda path: usage(1 << 40, 0, 10 << 20))  # 10 MiB free
+    config = RunConfig(systems=["lmdb-nosync", "memory"], children=5, out=tmp_path, tail_seconds=0, interval=0.1)
+    lines: list[str] = []
+    document = run(config, log=lines.append)
+    by_name = {e["name"]: e for e in document["systems"]}
+    assert by_name["memory"]["status"] == "ok"  # no disk to need
+    assert by_name["lmdb-nosync"]["status"] == "skipped"
+    assert by_name["lmdb-nosync"]["skip_reason"].startswith("not enough disk: it would need about ")
+    assert "(150 B a triple, as measured, and a margin), 10.5 MB free" in by_name["lmdb-nosync"]["skip_reason"]
+    assert any(line.startswith("== lmdb-nosync:") and "not enough disk" in line for line in lines)
+    assert shutil.disk_usage is runner.shutil.disk_usage  # (the module's own, patched for this test only)

@@ -19,6 +19,7 @@ from lakebench.report.conclusions import caveats, conclusions
 from lakebench.report.data import ReportData, number, std_of
 from lakebench import figures as lakebench_figures
 from lakebench import results
+from lakebench import work
 from lakebench.results import get_path
 
 
@@ -151,6 +152,31 @@ def results_rows(data: ReportData) -> tuple[list[list[str]], list[list[str]]]:
     return time_rows, space_rows
 
 
+def work_rows(data: ReportData) -> list[list[str]]:
+    """The table of what a write costs each system beyond storing its triples (header row first):
+    its durability, then each item of :mod:`lakebench.work`, "(probed)" where a probe saw it."""
+    rows = [["system", "durability"] + [heading for heading, _ in work.ITEMS.values()]]
+    for e in data.ranked:
+        if not isinstance(e.get("work"), dict):
+            continue  # results from before the record had it
+        cells = []
+        for key in work.ITEMS:
+            item = e["work"].get(key) or {}
+            text = fmt.escape(str(item.get("value", work.UNKNOWN)))
+            cells.append(text + (" (probed)" if item.get("how") == work.PROBED else ""))
+        rows.append([_row_name(data, e), fmt.escape(e.get("durability") or fmt.DASH)] + cells)
+    return rows
+
+
+def work_legend() -> str:
+    """What each value in :func:`work_rows` means."""
+    lines = []
+    for key, (heading, values) in work.ITEMS.items():
+        lines.append(f"**{heading}**: " + "; ".join(f"*{value}*: {meaning}" for value, meaning in values.items()))
+    return (" ".join(line + "." for line in lines) + " Declared: as lakebench runs the system (its configuration "
+            "and options); probed: seen in its answers during the run; *unknown*: neither.")
+
+
 def tail_rows(data: ReportData) -> list[list[str]]:
     """The table of the slowest children (header row first): the time per child's p95, p99.9 and max,
     where a pause of the system (a commit, a collection) shows; the systems that completed."""
@@ -200,6 +226,10 @@ def results_section(data: ReportData) -> str:
     out.append(intro + "\n")
     time_rows, space_rows = results_rows(data)
     out.append(fmt.list_table(time_rows, "Time"))
+    done = work_rows(data)
+    if len(done) > 1:
+        out.append(fmt.list_table(done, "What a write does"))
+        out.append(work_legend() + "\n")
     tail = tail_rows(data)
     if len(tail) > 1:
         out.append(fmt.list_table(tail, "The slowest children"))

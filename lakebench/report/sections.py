@@ -340,7 +340,9 @@ def environment_section(data: ReportData, level: str = "-", sub: str = "~") -> s
 
 def _not_run(entry: dict) -> str:
     reason = entry.get("skip_reason") or ""
-    return f"not run ({fmt.escape(reason)})" if reason.startswith("not applicable") else "not run (budget)"
+    if reason.startswith("not applicable"):
+        return f"not run ({fmt.escape(reason)})"
+    return "not run (disk)" if reason.startswith(results.NOT_ENOUGH_DISK) else "not run (budget)"
 
 
 # -- the workload's own figures --------------------------------------------

@@ -114,8 +114,13 @@ def _mean_checkpoints(runs: list[dict]) -> list[dict]:
     return merged
 
 
+#: How the reason of a case not run for lack of disk begins (``skip_reason``).
+NOT_ENOUGH_DISK = "not enough disk"
+
+
 def skipped_entry(name: str, children: int, literal_length: int, reason: str, like: dict) -> dict:
-    """The entry of a case not run because the budget ran out at a smaller size (see ``runner.budget_skip``).
+    """The entry of a case not run: the budget ran out at a smaller size (``runner.budget_skip``), or it
+    would not fit on the disk (``runner.disk_skip``).
 
     ``like`` is a run record of the same system, for its durability and transport.
     """

@@ -11,6 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from lakebench import figures
+from lakebench.work import ITEMS as WORK_ITEMS
 
 SCHEMA_VERSION = 1
 
@@ -160,6 +161,7 @@ _FIGURES = {
     "ingest_seconds": Field("number", need=IF_OK),
     **_numbers("ingest_wall_seconds", "generate_seconds"),
     "generation": Field("str"),
+    "work": Field({key: Field({"value": Field("str"), "how": Field("str")}) for key in WORK_ITEMS}),
     "per_resource_ms": Field({"mean": Field("number", need=ALWAYS), "p50": Field("number", null=True),
                               "p95": Field("number", need=ALWAYS), "p99": Field("number", null=True),
                               "p999": Field("number", null=True), "max": Field("number", null=True)},

@@ -24,6 +24,7 @@ from typing import Callable, MutableMapping
 
 from lakebench.dataset import Child, DataSet
 from lakebench.durability import Durability
+from lakebench.work import record as work_record
 
 
 class SystemFailure(RuntimeError):
@@ -84,6 +85,12 @@ class System:
     #: The ``--system-option`` keys this system takes (``lakebench run``
     #: refuses a key no chosen system takes, or a value outside its range).
     OPTIONS: dict[str, Option] = {}
+    #: What a write costs it beyond storing the triples, as lakebench runs it
+    #: (lakebench.work: versions, events, access, tombstones); an item left out is unknown.
+    WORK: dict[str, str] = {}
+    #: The disk it takes per triple held, in bytes, as measured (the runs kept in docs/runs), so
+    #: that a case that cannot fit is refused before it starts; None: not known, or no disk.
+    DISK_PER_TRIPLE: float | None = None
 
     def __init__(self, data_dir: Path, dataset: DataSet, options: dict | None = None):
         self.data_dir = Path(data_dir)
@@ -107,6 +114,19 @@ class System:
         """The software measured and its version, one line (``"pyoxigraph 0.4.11"``), recorded
         with every run as ``version``; None when the system cannot tell."""
         return None
+
+    def work(self) -> dict[str, dict[str, str]]:
+        """What a write costs it (recorded with every run as ``work``): what it declares with its
+        options, and what :meth:`probe_work` saw."""
+        return work_record(self.declared_work(), self.probe_work())
+
+    def declared_work(self) -> dict[str, str]:
+        """:attr:`WORK`, as this run's options make it."""
+        return dict(self.WORK)
+
+    def probe_work(self) -> dict[str, str]:
+        """The items a client can observe, as observed now (after the workload); none by default."""
+        return {}
 
     # -- the calls the runner times -------------------------------------
     def setup(self) -> None:

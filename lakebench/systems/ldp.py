@@ -25,6 +25,7 @@ import urllib3
 from lakebench.systems.base import NO_ACCESS, HttpAccess, HttpSystem, Retrieval, SystemFailure
 from lakebench.dataset import Child, escape_string
 from lakebench.durability import Durability
+from lakebench.work import UNKNOWN, versions_probed
 
 TURTLE = "text/turtle"
 
@@ -52,6 +53,22 @@ class LdpSystem(HttpSystem):
         self.base_url = base if base.endswith("/") else base + "/"
         self.http = new_pool(self.access)
         self.parent_url = self.base_url + self.dataset.parent
+
+    def declared_work(self) -> dict[str, str]:
+        # A server lakebench does not start (--system-url) is configured by its owner.
+        return {} if self.options.get("system_url") else super().declared_work()
+
+    def probe_work(self) -> dict[str, str]:
+        """The parent's versions, from its Link header (lakebench.work.versions_probed)."""
+        try:
+            response = self._request("HEAD", self.parent_url)
+        except Exception:  # noqa: BLE001  (a probe that cannot be made leaves the declaration)
+            return {}
+        if not 200 <= response.status < 300:
+            return {}
+        seen = versions_probed(", ".join(response.headers.getlist("Link")),
+                               self.declared_work().get("versions", UNKNOWN))
+        return {"versions": seen} if seen else {}
 
     def _request(self, method: str, url: str, **kwargs) -> urllib3.BaseHTTPResponse:
         return request(self.http, method, url, **kwargs)

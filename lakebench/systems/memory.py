@@ -13,11 +13,13 @@ from rdflib.graph import Graph
 from lakebench.systems.base import Retrieval, System
 from lakebench.dataset import LDP_CONTAINS, Child
 from lakebench.durability import Durability
+from lakebench.work import NONE
 
 CONTAINS = URIRef(LDP_CONTAINS)
 
 
 class MemorySystem(System):
+    WORK = {"versions": NONE, "events": NONE, "access": NONE, "tombstones": NONE}
     name = "memory"
     durability = Durability.VOLATILE
 

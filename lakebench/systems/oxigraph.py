@@ -11,11 +11,14 @@ import pyoxigraph as ox
 from lakebench.systems.base import Retrieval, System
 from lakebench.dataset import LDP_CONTAINS, Child, escape_string
 from lakebench.durability import Durability
+from lakebench.work import NONE
 
 CONTAINS = ox.NamedNode(LDP_CONTAINS)
 
 
 class OxigraphSystem(System):
+    WORK = {"versions": NONE, "events": NONE, "access": NONE, "tombstones": NONE}
+    DISK_PER_TRIPLE = 1200  # 1,183 B at 10,000 children (docs/runs/inprocess)
     name = "oxigraph"
     durability = Durability.NOSYNC
 

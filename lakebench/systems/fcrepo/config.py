@@ -72,8 +72,9 @@ org.glassfish.jersey.internal.Errors.level = SEVERE
 
 
 def java_command(java: str, artifacts: FedoraArtifacts, webapp: Path, data_dir: Path,
-                 port: int, heap: str) -> list[str]:
-    """The full command line that runs Fedora with every data location under ``data_dir``."""
+                 port: int, heap: str, autoversioning: bool = True) -> list[str]:
+    """The full command line that runs Fedora with every data location under ``data_dir``
+    (``autoversioning`` False: Fedora 6 without its version of every change)."""
     home = data_dir / HOME_DIR
     arjuna = home / "arjuna"
     props = {
@@ -104,6 +105,8 @@ def java_command(java: str, artifacts: FedoraArtifacts, webapp: Path, data_dir: 
             "fcrepo.jms.enabled": "false",
             "h2.bindAddress": "127.0.0.1",
         })
+        if not autoversioning:
+            props["fcrepo.autoversioning.enabled"] = "false"
     return [
         java, f"-Xmx{heap}",
         # Libraries in both wars reflect into java.lang, closed since Java 16.

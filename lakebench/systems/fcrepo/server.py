@@ -51,7 +51,7 @@ def stop(data_dir: str | Path = "fcrepo-data", timeout: float = 30.0) -> FedoraP
 def start(version: str = DEFAULT_VERSION, port: int | None = None, data_dir: str | Path = "fcrepo-data",
           heap: str = "2g", java: str = "java", timeout: float = 180.0, *,
           cache_dir: str | Path | None = None, progress: bool | None = None,
-          detach: bool = False) -> FedoraProcess:
+          detach: bool = False, autoversioning: bool = True) -> FedoraProcess:
     """Start Fedora ``version`` on 127.0.0.1 and wait until ``/rest/`` answers 200.
 
     ``port`` None picks a free loopback port.  Every file Fedora writes goes
@@ -60,6 +60,7 @@ def start(version: str = DEFAULT_VERSION, port: int | None = None, data_dir: str
     puts the JVM in its own session so it outlives the caller's terminal
     and the calling Python process (the CLI's ``start``); otherwise Ctrl-C
     in the terminal reaches it too, and it is stopped when Python exits.
+    ``autoversioning`` False turns Fedora 6's version of every change off.
 
     Raises FedoraError if Java is missing, the port is taken, a Fedora is
     already running on ``data_dir``, or Fedora does not come up in
@@ -74,7 +75,8 @@ def start(version: str = DEFAULT_VERSION, port: int | None = None, data_dir: str
     if port is None:
         port = process.free_port()  # chosen after the download, to narrow the window for a clash
     prepare_data_dir(artifacts, data_dir)
-    return FedoraProcess.launch(java_command(java_path, artifacts, webapp, data_dir, port, heap), data_dir,
+    command = java_command(java_path, artifacts, webapp, data_dir, port, heap, autoversioning=autoversioning)
+    return FedoraProcess.launch(command, data_dir,
                                 {"port": port, "version": version}, cwd=data_dir / HOME_DIR,
                                 timeout=timeout, detach=detach, interval=0.5)
 

@@ -50,6 +50,7 @@ from lakebench.systems.lakesuperior.install import VERSION, LakesuperiorError
 from lakebench.systems.lakesuperior.server import LDP_ROOT, start
 from lakebench.systems.ldp import TURTLE, LdpSystem, expect
 from lakebench.durability import Durability
+from lakebench.work import KEPT, NONE, ON_REQUEST
 
 #: The lexical tokens of Turtle that may hold ``<...>``: long and short
 #: strings and comments (kept as they are), and IRI references (group 1).
@@ -127,6 +128,10 @@ class LakesuperiorSystem(LdpSystem):
     version = VERSION
     OPTIONS = {"server_workers": Option("gunicorn worker processes", Bounded(int, 1, 64),
                                         DEFAULT_WORKERS)}
+    # Version snapshots on request (POST to fcr:versions); its message route is off as lakebench
+    # configures it; a deleted resource is buried (a tombstone it can be resurrected from).
+    WORK = {"versions": ON_REQUEST, "events": NONE, "tombstones": KEPT}
+    DISK_PER_TRIPLE = 550  # 527-532 B at 2,000 children (docs/runs/users)
 
     @classmethod
     def option_values(cls, options: dict) -> dict:

@@ -48,8 +48,10 @@ import contextlib
 import logging
 import socket
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
 
 import gevent
 from gevent import socket as gsocket
@@ -85,6 +87,11 @@ INTERPRETED = ("HTTP_ACCEPT", "HTTP_PREFER", "HTTP_LINK", "HTTP_IF_MATCH", "HTTP
                "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_UNMODIFIED_SINCE", "CONTENT_TYPE")
 #: How often an idle connection checks whether the worker is stopping.
 _IDLE_POLL = 1.0
+#: A response body is held in memory up to this size before it is sent; past it, in a
+#: temporary file (the parent of a million children is about 50 MB of Turtle).
+SPOOL_MEMORY = 4 << 20
+#: The reads of a spooled body's file as it is sent.
+SPOOL_CHUNK = 64 << 10
 
 
 def reserve(cap: int) -> int:
@@ -283,14 +290,16 @@ def _write_quietly(sock, status: int, reason: str, message: str, raise_errors: b
             raise
 
 
-def complete_responses(app, settle=lambda: None):
+def complete_responses(app, settle=lambda: None, spool_memory: int = SPOOL_MEMORY):
     """WSGI middleware: the bounds on interpreted headers, and every response
     body produced in full before its first byte is sent.
 
     A representation is read from the store in one stretch, with no client
     I/O in between, so a greenlet never waits on a socket while it holds a
-    store transaction.  A binary's bytes (a :class:`FileRange`, read from its
-    file, not the store) are still streamed.
+    store transaction.  It is held in memory up to ``spool_memory`` bytes and
+    past that in a temporary file (:class:`Spooled`), so a representation of
+    any size costs the worker bounded memory.  A binary's bytes (a
+    :class:`FileRange`, read from its file, not the store) are streamed.
 
     Then ``settle()`` returns once every write the response may show is
     durable (the store's group commit: a read may have seen writes whose
@@ -310,9 +319,16 @@ def complete_responses(app, settle=lambda: None):
         body = app(environ, start_response)
         if isinstance(body, (list, tuple, FileRange)):
             return _settled(body, settle, start_response)
+        spooled = Spooled(spool_memory)
         try:
-            return _settled(list(body), settle, start_response)
+            for chunk in body:
+                spooled.write(chunk)
+            return _settled(spooled, settle, start_response)
+        except RepositoryError as exc:  # the spool's file could not be written
+            spooled.close()
+            return _refusal(exc, start_response)
         except Exception:
+            spooled.close()
             log.exception("error producing the response to %s %s", environ.get("REQUEST_METHOD"),
                           environ.get("PATH_INFO"))
             start_response("500 Internal Server Error", [("Content-Type", "text/plain; charset=utf-8")],
@@ -326,6 +342,68 @@ def complete_responses(app, settle=lambda: None):
     return application
 
 
+class Spooled:
+    """A response body produced in full before it is sent: held in memory up to ``memory``
+    bytes, and past that in an unnamed temporary file (``TMPDIR``), so that the memory it takes
+    stays bounded however large it grows; iterated, it yields the body again.
+
+    >>> body = Spooled(memory=4)
+    >>> for chunk in (b"ab", b"cd", b"ef"):
+    ...     body.write(chunk)
+    >>> body.on_disk, body.size, b"".join(body)
+    (True, 6, b'abcdef')
+    >>> body.close()
+    """
+
+    def __init__(self, memory: int = SPOOL_MEMORY):
+        self._memory = memory
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        self._file = None
+        #: The body's bytes so far.
+        self.size = 0
+
+    @property
+    def on_disk(self) -> bool:
+        """Whether the body went past its memory, to its file."""
+        return self._file is not None
+
+    def write(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self.size += len(chunk)
+        if self._file is None and self._held_bytes + len(chunk) <= self._memory:
+            self._held.append(chunk)
+            self._held_bytes += len(chunk)
+            return
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile()
+                for held in self._held:
+                    self._file.write(held)
+                self._held, self._held_bytes = [], 0
+            self._file.write(chunk)
+        except OSError as exc:  # a full or failing temporary directory: not the client's doing
+            raise RepositoryError(503, f"the server cannot hold this representation of {self.size:,} bytes "
+                                       f"now: its temporary file failed ({exc.strerror or exc})",
+                                  headers=[("Retry-After", "10")]) from None
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._file is None:
+            yield from self._held
+            return
+        self._file.seek(0)
+        while chunk := self._file.read(SPOOL_CHUNK):
+            yield chunk
+
+    def close(self) -> None:
+        """Drop the body (the server calls it once the response is sent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._held, self._held_bytes = [], 0
+
+
 def _settled(body, settle, start_response):
     try:
         settle()
@@ -333,9 +411,14 @@ def _settled(body, settle, start_response):
         close = getattr(body, "close", None)
         if close is not None:
             close()
-        message = (exc.message + "\n").encode()
-        start_response(STATUS[exc.status],
-                       [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(message)))],
-                       sys.exc_info())
-        return [message]
+        return _refusal(exc, start_response)
     return body
+
+
+def _refusal(exc: RepositoryError, start_response) -> list[bytes]:
+    """The answer of a response refused after the application's own start_response."""
+    message = (exc.message + "\n").encode()
+    start_response(STATUS[exc.status],
+                   [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(message))),
+                    *exc.headers], sys.exc_info())
+    return [message]

@@ -217,3 +217,14 @@ def test_the_conclusions_compare_each_system_at_its_highest_throughput(flattened
     assert "users=2" in ingest and "users=1" not in ingest, ingest  # 210/s at 2 users beats 200/s at 1
     (said,) = [line for line in lines if line.startswith("**Users sweep**")]
     assert "lmdb-http-nosync at 2 users" in said and "knee" in said
+
+
+def test_the_sweep_answers_first_in_the_summary(flattened, tmp_path):
+    pytest.importorskip("matplotlib")
+    from lakebench import report
+
+    page = report.build_report(flattened, tmp_path / "report", image_format="svg").read_text("utf-8")
+    summary = page.split("Summary\n-------", 1)[1].split("\n-----", 1)[0]
+    assert summary.index("**Users sweep**") < summary.index("Ranked by")
+    if "**Against the reference" in summary:
+        assert summary.index("**Users sweep**") < summary.index("**Against the reference")

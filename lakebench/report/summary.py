@@ -173,10 +173,12 @@ def section(data: ReportData, charts: list[tuple[object, Path, str]]) -> str:
     if all(len(table) == 1 for table in cases.values()):
         out.append("No system was measured.\n")
         return "\n".join(out)
+    # A users sweep answers first: each system's highest throughput and knee, before the
+    # comparison of every case with the reference's.
+    out.append(scaling.summary(data))
     framed = against_reference(data, entries)
     if framed:
         out.append(framed)
-    out.append(scaling.summary(data))  # a users sweep: each system's highest throughput and knee
     name = figures.time_per(_primary(data))
     out.append(f"Ranked by **{fmt.escape(name)}**, fastest first"
                + (", case by case" if len(cases) > 1 else "") + f"; **x fastest** is that time over the "

@@ -5,7 +5,7 @@ writes an OCFL version of every change, Fedora 4 publishes a message per
 change, ``lakebench serve`` does neither.  Each system declares what it does,
 as lakebench runs it (:attr:`lakebench.systems.base.System.WORK`, with its
 options: ``--system-option autoversioning=off`` changes what Fedora 6
-declares), and what a client can observe is probed at the start of a run and
+declares), and what a client can observe is probed at the end of each run and
 marked so (an LDP server's versions, from its parent's ``Link`` header:
 :func:`versions_probed`).  Each record
 of results.json holds it (``work``), and the report shows it beside the

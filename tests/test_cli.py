@@ -33,6 +33,8 @@ from lakebench.cli import main
         (["run", "--systems", "lmdb-http", "--system-option", "server_workers=0"], "must be from 1 to 64, got 0"),
         (["run", "--systems", "lmdb-http", "--system-option", "worker_class=sync", "--system-option",
           "client_timeout=5"], "client_timeout applies to the gevent worker, not sync"),
+        (["run", "--systems", "lmdb-http", "--system-option", "worker_class=sync", "--system-option",
+          "server_workers=2"], "server_workers above 1 adds body parsers to the gevent worker, not sync"),
         (["run", "--systems", "lmdb-http", "--system-option", "worker_class"], "expected KEY=VALUE"),
         (["run", "--systems", "memory", "--users", "4"], "--users 4 needs the Locust driver"),
         (["run", "--systems", "lmdb-http", "--users", "0"], "--users: must be from 1 to 1,000, got 0"),

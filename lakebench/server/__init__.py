@@ -164,7 +164,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "or receiving a response must make progress within it, else its connection "
                         "is closed, 0.1 to 86400 (gevent worker only; default: 30)")
     parser.add_argument("--max-connections", type=int, default=None, metavar="N",
-                        help="connections each worker serves at once, 1 to 100000; more wait to be "
+                        help="connections the worker serves at once, 1 to 100000; more wait to be "
                         "accepted (gevent and gthread workers; default: 1000)")
     parser.add_argument("--patch-timeout", type=float, default=None, metavar="SECONDS",
                         help="the longest a SPARQL Update (PATCH) may be evaluated, 0.1 to 120; a longer "
@@ -201,6 +201,10 @@ def main(args) -> int:
     if args.client_timeout is not None and args.worker_class != "gevent":
         print(f"lakebench serve: error: --client-timeout applies to the gevent worker, not {args.worker_class}",
               file=sys.stderr)
+        return 2
+    if args.workers > 1 and args.worker_class != "gevent":
+        print(f"lakebench serve: error: --workers {args.workers} adds body parsers to the gevent worker; the "
+              f"{args.worker_class} worker serves one request at a time, which they cannot help", file=sys.stderr)
         return 2
     if args.max_connections is not None and args.worker_class == "sync":
         print("lakebench serve: error: --max-connections does not apply to the sync worker (one connection "

@@ -107,6 +107,8 @@ class LdpApplication:
     def repository(self) -> Repository:
         if self._repository is None:
             self._repository = self._open_repository()
+            # After it is published: starting the helpers cannot make another request open it again.
+            self._repository.start_helpers()
         return self._repository
 
     def __call__(self, environ, start_response):

@@ -69,18 +69,26 @@ class LoopFlush:
             else:
                 done.set_exception(result.exception)
 
+        def inline() -> None:
+            self.inline += 1
+            try:
+                self._note(timed())
+            except BaseException as exc:  # noqa: BLE001  (the writer raises it)
+                done.set_exception(exc)
+            else:
+                done.set(None)
+
         def begin() -> None:  # the end of the turn: the ready requests have written
             if self.recent_seconds < self.inline_below:
-                self.inline += 1
-                try:
-                    self._note(timed())
-                except BaseException as exc:  # noqa: BLE001  (the writer raises it)
-                    done.set_exception(exc)
-                else:
-                    done.set(None)
-            else:
-                self.pooled += 1
-                hub.threadpool.spawn(timed).rawlink(finished)
+                inline()
+                return
+            try:
+                pooled = hub.threadpool.spawn(timed)
+            except BaseException:  # noqa: BLE001  (no thread for it: the flush still runs, here)
+                inline()
+                return
+            self.pooled += 1
+            pooled.rawlink(finished)
 
         hub.loop.run_callback(begin)
         done.get()

@@ -44,7 +44,7 @@ from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError, insufficient_storage
 from lakebench.server.headers import Preferences, modified_since
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
-from lakebench.server.sandbox import PARSE_TIMEOUT, PATCH_TIMEOUT, Sandboxes
+from lakebench.server.sandbox import PARSE_TIMEOUT, PATCH_TIMEOUT, Sandboxes, Unavailable
 from lakebench.server.rdfbody import (
     PARSERS,
     Body,
@@ -140,8 +140,7 @@ class Repository:
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  patch_timeout: float = PATCH_TIMEOUT, cooperative: bool = False,
                  truncate_damaged_log: bool = False, parsers: int = 0):
-        # log: the store's write-ahead log (the default), which one
-        # process owns; several worker processes need log=False.
+        # log: the store's write-ahead log (the default), which one process owns.
         # patch_timeout, cooperative: how PATCHes are evaluated (lakebench.server.sandbox).
         # parsers: helper processes that parse RDF bodies (0: this process parses them).
         # cooperative: under gevent, writers wait for the log's flush in
@@ -150,9 +149,9 @@ class Repository:
                                truncate_damaged_log=truncate_damaged_log,
                                waiting=cooperation.GEVENT if cooperative else INLINE)
         self.sandboxes = Sandboxes(patch_timeout, cooperative=cooperative)
+        # Started by start_helpers(), once the repository is in use: a start that fails
+        # costs the parse a helper, never the repository.
         self.parsers = Sandboxes(PARSE_TIMEOUT, cooperative=cooperative, size=parsers) if parsers else None
-        if self.parsers is not None:
-            self.parsers.prestart()
         self.binaries = BinaryFiles(self.store.path / "binaries", durability=durability)
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._type = iri(RDF_TYPE)
@@ -198,13 +197,24 @@ class Repository:
             self.parsers.close()
         self.store.close()
 
+    def start_helpers(self) -> None:
+        """Start the body parsers now, so that the first requests do not wait for them."""
+        if self.parsers is not None:
+            try:
+                self.parsers.prestart()
+            except Unavailable as exc:
+                log.warning("body parsers: %s; bodies are parsed in the worker meanwhile", exc.message)
+
     def _parse(self, body: bytes, media_type: str, uri: str, description: bool = False) -> Body:
         """The body of a PUT or POST for ``uri`` parsed, in a parser process if one
         is free, else here: the parsers add to this process's core, and never
-        make a request wait for them."""
-        if self.parsers is None or not self.parsers.free():
-            return parse_body(body, media_type, uri, description=description)
-        return self.parsers.parse(body, media_type, uri, description=description)
+        make a request wait for them (nor fail it, when one cannot be started)."""
+        if self.parsers is not None and self.parsers.free():
+            try:
+                return self.parsers.parse(body, media_type, uri, description=description)
+            except Unavailable:
+                pass
+        return parse_body(body, media_type, uri, description=description)
 
     def _write(self, op):
         """``op(txn)`` in one committed write transaction (the map grows when full)."""

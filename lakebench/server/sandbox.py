@@ -150,7 +150,8 @@ class Sandboxes:
         return self._running < self._size
 
     def prestart(self) -> None:
-        """Start the helpers now, so the first requests do not wait for them."""
+        """Start the helpers now, so the first requests do not wait for them (Unavailable if one
+        cannot be started: the others are kept, and later jobs start what is missing)."""
         for _ in range(self._size - len(self._all)):
             self._idle.append(self._start())
 
@@ -192,7 +193,10 @@ class Sandboxes:
             self._discard(helper)
 
     def _start(self) -> _Helper:
-        helper = _Helper(self.timeout, self._cooperative)
+        try:
+            helper = _Helper(self.timeout, self._cooperative)
+        except OSError as exc:  # fork or exec refused: EAGAIN, ENOMEM
+            raise Unavailable(exc) from None
         self._all.add(helper)
         return helper
 
@@ -201,6 +205,14 @@ class Sandboxes:
         with contextlib.suppress(ValueError):
             self._idle.remove(helper)
         helper.kill()
+
+
+class Unavailable(RepositoryError):
+    """No helper process could be started (the system is out of processes or memory)."""
+
+    def __init__(self, exc: OSError):
+        super().__init__(503, f"the server cannot start a helper process now ({exc.strerror or exc}): "
+                              "try again later", headers=[("Retry-After", "10")])
 
 
 class _Stopped(Exception):

@@ -383,6 +383,7 @@ class Spooled:
                     self._file.write(held)
                 self._held, self._held_bytes = [], 0
             self._file.write(chunk)
+            self._file.flush()  # a full disk is said now, not halfway through sending
         except OSError as exc:  # a full or failing temporary directory: not the client's doing
             raise RepositoryError(503, f"the server cannot hold this representation of {self.size:,} bytes "
                                        f"now: its temporary file failed ({exc.strerror or exc})",

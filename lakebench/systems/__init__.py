@@ -69,8 +69,12 @@ def parse_options(names: list[str], given: list[tuple[str, str]]) -> dict:
     the systems that take it declare (``System.OPTIONS``); ValueError, in one line, for a
     key none of them takes, a key given twice, or a value out of range.
 
-    >>> parse_options(["lmdb-http", "lmdb"], [("worker_class", "sync"), ("server_workers", "2")])
-    {'worker_class': 'sync', 'server_workers': 2}
+    >>> parse_options(["lmdb-http", "lmdb"], [("worker_class", "gthread"), ("client_timeout", "5")])
+    Traceback (most recent call last):
+    ...
+    ValueError: --system-option for lmdb-http: client_timeout applies to the gevent worker, not gthread
+    >>> parse_options(["lmdb-http", "lmdb"], [("worker_class", "gevent"), ("server_workers", "2")])
+    {'worker_class': 'gevent', 'server_workers': 2}
     >>> parse_options(["lmdb"], [("worker_class", "sync")])
     Traceback (most recent call last):
     ...

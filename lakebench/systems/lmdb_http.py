@@ -43,6 +43,8 @@ class LmdbHttpSystem(LdpSystem):
         worker = values.get("worker_class", "gevent")
         if worker != "gevent" and "client_timeout" in values:
             raise ValueError(f"client_timeout applies to the gevent worker, not {worker}")
+        if worker != "gevent" and values.get("server_workers", 1) > 1:
+            raise ValueError(f"server_workers above 1 adds body parsers to the gevent worker, not {worker}")
 
     @classmethod
     def option_values(cls, options: dict) -> dict:

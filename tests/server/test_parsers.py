@@ -97,3 +97,24 @@ def test_with_workers_one_process_owns_the_store_and_the_others_parse(serve):
     # The write-ahead log holds the writes (no LMDB commit per write).
     assert (server.data / "wal").stat().st_size > 0
     assert "LMDB commit" not in server.log()
+
+
+def test_a_helper_that_cannot_be_started_leaves_the_body_to_the_worker(tmp_path, monkeypatch):
+    """Out of processes: the repository still opens, and a body is parsed where it would have been."""
+    from lakebench.server import sandbox
+    from lakebench.server.repository import Repository
+
+    def refused(*args, **kwargs):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(sandbox.subprocess, "Popen", refused)
+    repository = Repository(tmp_path / "store", "http://h/", durability="nosync", parsers=2)
+    try:
+        repository.start_helpers()  # says so in the log, and goes on
+        created, _ = repository.put_rdf("http://h/a", b'<> <http://e/p> "x" .', "text/turtle")
+        assert created
+        with pytest.raises(RepositoryError) as refused_update:  # a PATCH has no fallback: 503, not 500
+            repository.sandboxes.evaluate("INSERT DATA { <http://h/a> <http://e/q> 1 }", b"", "http://h/a")
+        assert refused_update.value.status == 503 and "cannot start a helper process" in refused_update.value.message
+    finally:
+        repository.close()

@@ -118,7 +118,8 @@ def test_listens_on_loopback_only_by_default(serve):
                                   ["--client-timeout", "0"], ["--client-timeout", "nan"],
                                   ["--client-timeout", "inf"], ["--max-connections", "0"],
                                   ["--worker-class", "eventlet"], ["--worker-class", "sync", "--client-timeout", "5"],
-                                  ["--worker-class", "sync", "--max-connections", "5"]])
+                                  ["--worker-class", "sync", "--max-connections", "5"],
+                                  ["--worker-class", "gthread", "--workers", "2"]])
 def test_bad_arguments_exit_2(tmp_path, args):
     result = run_cli("--data", str(tmp_path / "d"), *args)
     assert result.returncode == 2, result

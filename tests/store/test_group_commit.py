@@ -249,3 +249,20 @@ def test_a_slow_flush_runs_off_the_loop_which_goes_on_meanwhile(tmp_path, monkey
     assert any(began < tick < ended for began, ended in pooled for tick in ticks), "the loop stood still"
     assert _subjects(store) == set(range(12))
     store.close()
+
+
+def test_a_pool_that_cannot_take_the_flush_leaves_it_to_the_loop(tmp_path, monkeypatch):
+    """No thread for a slow flush (a process limit): it runs on the loop's thread, no writer hangs."""
+    waiting = _fresh_waiting()
+    waiting.run_blocking.recent_seconds = 1.0  # as after slow flushes: the next goes to the pool
+    store = LmdbStore(tmp_path, waiting=waiting, batch_writes=100_000)
+
+    class NoThreads:
+        def spawn(self, *args, **kwargs):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(gevent.get_hub(), "_threadpool", NoThreads())  # what hub.threadpool returns
+    with gevent.Timeout(10):
+        assert set(_concurrently(store, range(5)).values()) == {None}
+    assert waiting.run_blocking.pooled == 0 and waiting.run_blocking.inline >= 1
+    store.close()

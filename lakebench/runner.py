@@ -470,7 +470,7 @@ def budget_skip(name: str, c: Case, runs: dict[tuple[str, Case], list[dict]]) ->
     if not stops:
         return None
     reached, case = min(stops)
-    return f"the budget ran out at {reached:,} children (case {case:,})"
+    return f"{results.BUDGET_RAN_OUT} at {reached:,} children (case {case:,})"
 
 
 #: What an estimate of a case's disk is multiplied by: the disk a system takes per triple was

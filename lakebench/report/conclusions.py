@@ -165,8 +165,9 @@ def _budget(data: ReportData) -> list[str]:
     if not stopped:
         return [f"**Budget**: every system finished every case within {fmt.seconds(budget)} of ingest."]
     text = f"**Budget** ({fmt.seconds(budget)} of ingest per system and case): {'; '.join(stopped)}"
-    if data.skipped:
-        cases = len(data.skipped)
+    after_budget = [e for e in data.skipped if (e.get("skip_reason") or "").startswith(results.BUDGET_RAN_OUT)]
+    if after_budget:
+        cases = len(after_budget)
         text += f"; {cases} larger {'case was' if cases == 1 else 'cases were'} not run after that"
     return [text + ". The figures of a case that stopped are of the size it reached, not the size asked for."]
 

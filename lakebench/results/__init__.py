@@ -22,14 +22,14 @@ Their public names are here too:
 2.0
 """
 from lakebench.results import stats
-from lakebench.results.aggregate import NOT_ENOUGH_DISK, aggregate, compare_with_reference, skipped_entry
+from lakebench.results.aggregate import BUDGET_RAN_OUT, NOT_ENOUGH_DISK, aggregate, compare_with_reference, skipped_entry
 from lakebench.results.files import load, load_latencies, write
 from lakebench.results.schema import (COMPARED, FIELDS, LATENCY_COLUMNS, SCHEMA_VERSION, Field, ResultsError,
                                       case_children, case_label, case_of, held_triples, get_path, latency_key, retrievals, validate)
 from lakebench.results.stats import latency_summary, operations_summary, percentile
 
 __all__ = [
-    "COMPARED", "FIELDS", "LATENCY_COLUMNS", "NOT_ENOUGH_DISK", "SCHEMA_VERSION", "Field", "ResultsError", "aggregate",
+    "BUDGET_RAN_OUT", "COMPARED", "FIELDS", "LATENCY_COLUMNS", "NOT_ENOUGH_DISK", "SCHEMA_VERSION", "Field", "ResultsError", "aggregate",
     "case_children", "case_label", "case_of", "held_triples", "compare_with_reference", "get_path", "latency_key", "latency_summary",
     "load", "load_latencies", "operations_summary", "percentile", "retrievals", "skipped_entry", "stats", "validate",
     "write",

@@ -116,6 +116,8 @@ def _mean_checkpoints(runs: list[dict]) -> list[dict]:
 
 #: How the reason of a case not run for lack of disk begins (``skip_reason``).
 NOT_ENOUGH_DISK = "not enough disk"
+#: How the reason of a case not run after the budget ran out at a smaller size begins.
+BUDGET_RAN_OUT = "the budget ran out"
 
 
 def skipped_entry(name: str, children: int, literal_length: int, reason: str, like: dict) -> dict:

@@ -78,7 +78,3 @@ def versions_probed(link_header: str | None, declared: str) -> str | None:
         return None
     return PER_CHANGE if declared == PER_CHANGE else ON_REQUEST
 
-
-def meaning(key: str, value: str) -> str:
-    """What a value of an item means, for the report's legend."""
-    return ITEMS[key][1].get(value, "not known" if value == UNKNOWN else value)

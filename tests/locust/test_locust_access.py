@@ -15,9 +15,10 @@ import textwrap
 import pytest
 
 from lakebench.systems.base import PASSWORD_VARIABLE, USER_VARIABLE
-from tests.auth_proxy import files_holding, make_ca, start_auth_server
+from tests.auth_proxy import files_holding, start_auth_server
 from tests.locust.test_locustfiles import INGEST, RETRIEVE, ROOT, csv_counts, needs_locust
-from tests.systems.test_ldp_access import USER, _environment
+# The same servers and CA files as the LDP client's tests (module fixtures, one per module that uses them).
+from tests.systems.test_ldp_access import USER, _environment, auth_server, ca_files  # noqa: F401
 
 pytestmark = needs_locust
 
@@ -28,20 +29,8 @@ def locust(locustfile, host: str, *args: str, cwd, env: dict, timeout: float = 1
 
 
 @pytest.fixture(scope="module")
-def auth_server(tmp_path_factory):
-    server = start_auth_server(tmp_path_factory.mktemp("auth-serve"), USER, "pw-" + secrets.token_hex(12))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory):
-    made = make_ca(tmp_path_factory.mktemp("ca"))
-    if made is None:
-        pytest.skip("needs the openssl command to make a CA (cryptography and trustme are not installed)")
-    ca, cert, key = made
+def tls(tmp_path_factory, ca_files):
+    ca, cert, key = ca_files
     server = start_auth_server(tmp_path_factory.mktemp("tls-serve"), USER, "pw-" + secrets.token_hex(12),
                                tls=(cert, key))
     try:

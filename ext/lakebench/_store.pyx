@@ -34,17 +34,17 @@ from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, D
 from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free, tt_clear,
                                buf_free,
                                qb_push, qb_free,
-                               ht_free, bloom_free)
+                               ht_free, bloom_free, HSlots, hslots_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
 from lakebench._check cimport check_snapshot
 from lakebench._scan cimport Scan, open_scan
 from lakebench._errors cimport raise_rc
 from lakebench._upgrade cimport graphs_from_cspo
-from lakebench._txncore cimport (TxnCore, SweepList, ScanState, FILED_ALL, core_close_cursors, insert_quads,
+from lakebench._txncore cimport (TxnCore, ScanState, FILED_ALL, core_close_cursors, insert_quads,
                                  delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
                                  count_triples, release_id)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
-                                 file_terms_step, sweep_free)
+                                 file_terms_step)
 from lakebench._termgc cimport drop_unused_terms, terms_generation
 
 import os
@@ -89,7 +89,7 @@ cdef class Environment:
     cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _termids)
     cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _termids)
     cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
-    cdef SweepList sweep       # the generation a sweep files, by hash (defer_filing only)
+    cdef HSlots slice          # the buffers a sweep's slice is sorted in (defer_filing only)
     cdef readonly bint defer_filing
     cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
@@ -107,7 +107,7 @@ cdef class Environment:
         memset(&self.cache, 0, sizeof(TTable))
         memset(&self.unfiled, 0, sizeof(HTable))
         memset(&self.bloom, 0, sizeof(Bloom))
-        memset(&self.sweep, 0, sizeof(SweepList))
+        memset(&self.slice, 0, sizeof(HSlots))
 
     def __init__(self, path, *, size_t map_size=1 << 28, durability="durable", bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
@@ -242,7 +242,7 @@ cdef class Environment:
         tt_free(&self.cache)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
-        sweep_free(&self.sweep)
+        hslots_free(&self.slice)
         if self.wlock != NULL:
             PyThread_free_lock(self.wlock)
 
@@ -261,7 +261,7 @@ cdef class Environment:
         tt_clear(&self.cache)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
-        sweep_free(&self.sweep)
+        hslots_free(&self.slice)
 
     @property
     def closed(self):
@@ -365,7 +365,7 @@ cdef class Txn:
             # thread's transaction builds its own and goes without the rest.
             t.core.unfiled = &env.unfiled
             t.core.bloom = &env.bloom
-            t.core.sweep_list = &env.sweep
+            t.core.slice = &env.slice
         t.core.defer = write and env.defer_filing
         if write:
             if env.readonly:
@@ -409,7 +409,6 @@ cdef class Txn:
         if env.removals_known and seen != env.removals_seen:
             tt_clear(&env.cache)
             env.unfiled.valid = False
-            env.sweep.valid = False
         env.removals_seen = seen
         env.removals_known = True
         return 0
@@ -453,7 +452,6 @@ cdef class Txn:
             if rc and self.write:
                 tt_clear(&self.env.cache)   # it may hold ids that were never committed
                 self.env.unfiled.valid = False
-                self.env.sweep.valid = False
             elif dropped:
                 self.env.removals_seen += 1   # this commit's own count (see _termgc)
                 self.env.terms_removed += dropped
@@ -462,13 +460,11 @@ cdef class Txn:
                 # another thread's write: the filing thread's tables did not see
                 # what it filed or removed (the Bloom filter would miss its filed ids)
                 self.env.unfiled.valid = False
-                self.env.sweep.valid = False
                 self.env.bloom.valid = False
         else:
             mdb_txn_abort(txn)
             if self.write:   # they may hold ids that were never committed
                 self.env.unfiled.valid = False
-                self.env.sweep.valid = False
         self.env.open_txns -= 1
         if self.write:
             self.env.writer_thread = -1
@@ -782,6 +778,21 @@ cdef class Txn:
         self._require_write()
         with nogil:
             rc = file_terms(&self.core)
+        if rc:
+            self._fail(rc, "filing term ids")
+
+    def file_due_terms(self):
+        """File the slice of unfiled term ids that is due now (a write
+        transaction of a store that defers filing; nothing otherwise).  The
+        commit files what is due too; a writer that calls this after each
+        write spreads the sweep over its writes, so that no commit carries
+        a large slice."""
+        cdef int rc = 0
+        self._require_write()
+        if not self.core.defer:
+            return
+        with nogil:
+            rc = file_terms_step(&self.core, self.env.filing_lag)
         if rc:
             self._fail(rc, "filing term ids")
 

@@ -125,18 +125,38 @@ cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) no
 # ---------------------------------------------------------------- hash table of ids
 # Term hash -> term id, without the terms: the ids a store has not yet filed
 # in ``t2i`` (see _termids).  A hit is a candidate, confirmed by comparing
-# the term stored in ``i2t`` or ``i2l``.  Open addressing; an id of 0 marks a free slot.
+# the term stored in ``i2t`` or ``i2l``.  Open addressing with linear
+# probing; an id of 0 marks a free slot.  The table is split into parts by
+# the hashes' top bits, and a hash's home slot in its part is the next bits,
+# so the slots hold the entries in hash order but for the short runs of
+# probing: the entries of a range of hashes lie in a range of slots
+# (``ht_gather``), which is how a sweep takes its slice of the hash space
+# without sorting, or keeping, the whole generation.
 cdef struct HSlot:
     uint64_t h
     uint32_t id
 
-cdef struct HTable:
+cdef enum:
+    HT_PART_BITS = 10           # a hash's part is its top 10 bits ...
+    HT_PARTS = 1 << HT_PART_BITS
+    HT_PART_MIN = 16            # ... and a part's first array this many slots
+
+cdef struct HPart:
+    # One part's slots: it grows alone (doubling one part costs a
+    # thousandth of doubling the table: no write waits long for it).
     HSlot* slots
-    size_t nslots
+    size_t nslots         # a power of two (or 0)
+    int shift             # 64 - log2(nslots): a hash's home is the bits below the part's, h << 10 >> shift
+    size_t n
+
+cdef struct HTable:
+    HPart* parts          # HT_PARTS of them (NULL: none yet)
     size_t n
     uint32_t lo           # it holds every id numbered (lo, hi] ...
     uint32_t hi
-    bint valid            # ... when valid
+    bint valid            # ... when valid, but for those a sweep filed and took out:
+    uint32_t cut_upto     # ids up to cut_upto whose hash is below cut_pos (0: none)
+    uint64_t cut_pos
 
 cdef void ht_free(HTable* t) noexcept nogil
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil
@@ -145,18 +165,42 @@ cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil
 cdef bint ht_del(HTable* t, uint64_t h, uint32_t id) noexcept nogil
 cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil
 
+cdef struct HSlots:
+    # Entries taken out of a table (ht_gather) and the sort's second buffer;
+    # both kept from use to use, grown, never shrunk.
+    HSlot* ents
+    HSlot* spare
+    size_t n
+    size_t cap
+
+cdef int ht_gather(HTable* t, uint64_t lo, uint64_t hi, bint to_end, uint32_t after, uint32_t upto,
+                   HSlots* out) noexcept nogil
+cdef void hslots_free(HSlots* s) noexcept nogil
+
+cdef inline size_t hp_home(HPart* p, uint64_t h) noexcept nogil:
+    """The slot of its part that ``h`` is looked up from (0 in an empty part)."""
+    return <size_t>((h << HT_PART_BITS) >> p.shift) if p.nslots else 0
+
+cdef inline size_t ht_home(HTable* t, uint64_t h) noexcept nogil:
+    """The slot of its part that ``h`` is looked up from."""
+    return hp_home(&t.parts[h >> (64 - HT_PART_BITS)], h) if t.parts != NULL else 0
+
 cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
-    """The next id filed under ``h`` from slot ``pos[0]`` on (start with
-    ``pos[0] = h``), or 0 when there is none."""
+    """The next id filed under ``h`` from slot ``pos[0]`` of its part on
+    (start with ``pos[0] = ht_home(t, h)``), or 0 when there is none."""
+    cdef HPart* p
     cdef size_t mask, i
-    if t.nslots == 0:
+    if t.parts == NULL:
         return 0
-    mask = t.nslots - 1
+    p = &t.parts[h >> (64 - HT_PART_BITS)]
+    if p.nslots == 0:
+        return 0
+    mask = p.nslots - 1
     i = pos[0] & mask
-    while t.slots[i].id != 0:
-        if t.slots[i].h == h:
+    while p.slots[i].id != 0:
+        if p.slots[i].h == h:
             pos[0] = i + 1
-            return t.slots[i].id
+            return p.slots[i].id
         i = (i + 1) & mask
     return 0
 
@@ -165,7 +209,8 @@ cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
 # Term hashes that may be in t2i: a miss there means the term is not, and
 # saves the B-tree descent that a new term's lookup would otherwise make.
 # Blocked (one 64-byte block per hash: one cache line), 6 bits per hash,
-# about 10 bits per hash held, so about 1% of absent hashes pass.  The
+# sized once (_termids' BLOOM_BYTES): about 1% of absent hashes pass while
+# it holds no more than its capacity (10 bits a hash), more after that.  The
 # block is the hash's top bits: hashes added in order (a sweep's, a build
 # from t2i) walk the words in order instead of missing the cache each time.
 cdef struct Bloom:

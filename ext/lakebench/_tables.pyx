@@ -143,69 +143,98 @@ cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) no
 
 
 cdef void ht_free(HTable* t) noexcept nogil:
-    free(t.slots)
+    cdef size_t k
+    if t.parts != NULL:
+        for k in range(HT_PARTS):
+            free(t.parts[k].slots)
+        free(t.parts)
     memset(t, 0, sizeof(HTable))
 
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil:
     """Empty, holding the (empty) range of ids (lo, lo]; keeps its memory."""
-    if t.slots != NULL:
-        memset(t.slots, 0, t.nslots * sizeof(HSlot))
+    cdef size_t k
+    if t.parts != NULL:
+        for k in range(HT_PARTS):
+            if t.parts[k].slots != NULL:
+                memset(t.parts[k].slots, 0, t.parts[k].nslots * sizeof(HSlot))
+            t.parts[k].n = 0
     t.n = 0
     t.lo = lo
     t.hi = lo
+    t.cut_upto = 0
+    t.cut_pos = 0
     t.valid = True
 
-cdef int ht_grow(HTable* t, size_t nslots) noexcept nogil:
+cdef int hp_grow(HPart* p, size_t nslots) noexcept nogil:
+    """Move a part's entries into ``nslots`` slots (a power of two).  Taken in
+    slot order, they are nearly in hash order, and so is the new array: its
+    slots are written front to back."""
     cdef HSlot* slots = <HSlot*>calloc(nslots, sizeof(HSlot))
     cdef size_t k, i, mask = nslots - 1
+    cdef int shift = 64
+    while (<size_t>1 << (64 - shift)) < nslots:
+        shift -= 1
     if slots == NULL:
         return E_NOMEM
-    for k in range(t.nslots):
-        if t.slots[k].id != 0:
-            i = t.slots[k].h & mask
+    for k in range(p.nslots):
+        if p.slots[k].id != 0:
+            i = <size_t>((p.slots[k].h << HT_PART_BITS) >> shift)
             while slots[i].id != 0:
                 i = (i + 1) & mask
-            slots[i] = t.slots[k]
-    free(t.slots)
-    t.slots = slots
-    t.nslots = nslots
+            slots[i] = p.slots[k]
+    free(p.slots)
+    p.slots = slots
+    p.nslots = nslots
+    p.shift = shift
     return 0
+
+cdef void hp_keep_above(HPart* p, uint32_t lo) noexcept nogil:
+    """Keep the part's ids numbered above ``lo`` only, in place.
+
+    In the part's own memory: a table built anew grew from nothing into
+    fresh pages, and first touching them was most of the cost (about 10 µs a
+    4 KiB page on the test machines' VMs).  The kept entries are moved up
+    their probe runs: the walk starts after a slot that was empty before
+    anything was dropped, so no run crosses its start, and each entry is
+    taken out and put back at the first empty slot from its home, which
+    every slot before it in its run has already settled."""
+    cdef size_t k, i, start, j, mask
+    cdef HSlot e
+    if p.n == 0:
+        return
+    mask = p.nslots - 1
+    start = 0
+    while p.slots[start].id != 0:   # at most half the slots are used: one is empty
+        start += 1
+    for k in range(p.nslots):
+        if p.slots[k].id != 0 and id_seq(p.slots[k].id) <= lo:
+            p.slots[k].id = 0
+            p.slots[k].h = 0
+            p.n -= 1
+    for j in range(1, p.nslots + 1):
+        k = (start + j) & mask
+        if p.slots[k].id == 0:
+            continue
+        e = p.slots[k]
+        p.slots[k].id = 0
+        i = hp_home(p, e.h)
+        while p.slots[i].id != 0:
+            i = (i + 1) & mask
+        p.slots[i] = e
 
 cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
     """Keep the ids numbered above ``lo`` only (the table then holds (lo,
-    hi]: sequence numbers, the literal bit aside).
-
-    In place, in the table's own memory: a table built anew grew from
-    nothing into fresh pages, and first touching them was most of the cost
-    (about 10 µs a 4 KiB page on the test machines' VMs).  The kept entries
-    are moved up their probe runs: the walk starts after a slot that was
-    empty before anything was dropped, so no run crosses its start, and each
-    entry is taken out and put back at the first empty slot from its home,
-    which every slot before it in its run has already settled."""
-    cdef size_t k, i, start, j, mask
-    cdef HSlot e
+    hi]: sequence numbers, the literal bit aside)."""
+    cdef size_t k
     t.lo = lo
-    if t.n == 0:
+    t.cut_upto = 0
+    t.cut_pos = 0
+    if t.parts == NULL:
         return
-    mask = t.nslots - 1
-    start = 0
-    while t.slots[start].id != 0:   # at most half the slots are used: one is empty
-        start += 1
-    for k in range(t.nslots):
-        if t.slots[k].id != 0 and id_seq(t.slots[k].id) <= lo:
-            t.slots[k].id = 0
-            t.slots[k].h = 0
-            t.n -= 1
-    for j in range(1, t.nslots + 1):
-        k = (start + j) & mask
-        if t.slots[k].id == 0:
-            continue
-        e = t.slots[k]
-        t.slots[k].id = 0
-        i = e.h & mask
-        while t.slots[i].id != 0:
-            i = (i + 1) & mask
-        t.slots[i] = e
+    t.n = 0
+    for k in range(HT_PARTS):
+        hp_keep_above(&t.parts[k], lo)
+        t.n += t.parts[k].n
 
 cdef int cmp_hslot(const void* a, const void* b) noexcept nogil:
     cdef const HSlot* x = <const HSlot*>a
@@ -300,17 +329,25 @@ cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil:
     return 0
 
 cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
-    """File ``id`` under ``h`` (at most half the slots are used); 0 or E_NOMEM."""
+    """File ``id`` under ``h`` (at most half of a part's slots are used: a
+    part that would hold more doubles, alone); 0 or E_NOMEM."""
+    cdef HPart* p
     cdef size_t mask, i
-    if (t.n + 1) * 2 > t.nslots:
-        if ht_grow(t, t.nslots * 2 if t.nslots else 1024):
+    if t.parts == NULL:
+        t.parts = <HPart*>calloc(HT_PARTS, sizeof(HPart))
+        if t.parts == NULL:
             return E_NOMEM
-    mask = t.nslots - 1
-    i = h & mask
-    while t.slots[i].id != 0:
+    p = &t.parts[h >> (64 - HT_PART_BITS)]
+    if (p.n + 1) * 2 > p.nslots:
+        if hp_grow(p, p.nslots * 2 if p.nslots else HT_PART_MIN):
+            return E_NOMEM
+    mask = p.nslots - 1
+    i = hp_home(p, h)
+    while p.slots[i].id != 0:
         i = (i + 1) & mask
-    t.slots[i].h = h
-    t.slots[i].id = id
+    p.slots[i].h = h
+    p.slots[i].id = id
+    p.n += 1
     t.n += 1
     return 0
 
@@ -319,31 +356,114 @@ cdef bint ht_del(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
     The entries after it in its probe run move back into the gap when their
     home is not between the gap and them (backward-shift deletion: no
     tombstones, so lookups never slow down)."""
+    cdef HPart* p
     cdef size_t mask, i, j, home
-    if t.nslots == 0:
+    if t.parts == NULL:
         return False
-    mask = t.nslots - 1
-    i = h & mask
-    while t.slots[i].id != id or t.slots[i].h != h:
-        if t.slots[i].id == 0:
+    p = &t.parts[h >> (64 - HT_PART_BITS)]
+    if p.nslots == 0:
+        return False
+    mask = p.nslots - 1
+    i = hp_home(p, h)
+    while p.slots[i].id != id or p.slots[i].h != h:
+        if p.slots[i].id == 0:
             return False
         i = (i + 1) & mask
     j = i
     while True:
         j = (j + 1) & mask
-        if t.slots[j].id == 0:
+        if p.slots[j].id == 0:
             break
-        home = t.slots[j].h & mask
+        home = hp_home(p, p.slots[j].h)
         # stays where it is when its home lies cyclically in (i, j]
         if (i <= j and i < home and home <= j) or (i > j and (i < home or home <= j)):
             continue
-        t.slots[i] = t.slots[j]
+        p.slots[i] = p.slots[j]
         i = j
-    t.slots[i].id = 0
-    t.slots[i].h = 0
+    p.slots[i].id = 0
+    p.slots[i].h = 0
+    p.n -= 1
     t.n -= 1
     return True
 
+cdef int hslots_reserve(HSlots* s, size_t n) noexcept nogil:
+    """Room for ``n`` entries in both buffers, keeping the first ``s.n``."""
+    cdef size_t cap = s.cap if s.cap else 4096
+    cdef HSlot* ents
+    cdef HSlot* spare
+    if n <= s.cap:
+        return 0
+    while cap < n:
+        cap *= 2
+    ents = <HSlot*>realloc(s.ents, cap * sizeof(HSlot))
+    if ents == NULL:
+        return E_NOMEM
+    s.ents = ents
+    spare = <HSlot*>realloc(s.spare, cap * sizeof(HSlot))
+    if spare == NULL:
+        return E_NOMEM
+    s.spare = spare
+    s.cap = cap
+    return 0
+
+cdef void hslots_free(HSlots* s) noexcept nogil:
+    free(s.ents)
+    free(s.spare)
+    memset(s, 0, sizeof(HSlots))
+
+cdef int hp_gather(HPart* p, size_t first, size_t last, uint64_t lo, uint64_t hi, bint to_end,
+                   uint32_t after, uint32_t upto, HSlots* out) noexcept nogil:
+    """Append to ``out`` the part's entries in range (see ``ht_gather``)
+    whose home is a slot from ``first`` to ``last``: they lie from there to
+    the first free slot after ``last``, wrapping round at the part's end."""
+    cdef size_t mask = p.nslots - 1, i = first, steps = 0
+    cdef bint past = False
+    cdef uint32_t seq
+    cdef uint64_t h
+    while steps < p.nslots:
+        if p.slots[i].id == 0:
+            if past or i == last:
+                break
+        else:
+            h = p.slots[i].h
+            seq = id_seq(p.slots[i].id)
+            if h >= lo and (to_end or h < hi) and seq > after and seq <= upto:
+                if out.n == out.cap and hslots_reserve(out, out.n + 1):
+                    return E_NOMEM
+                out.ents[out.n] = p.slots[i]
+                out.n += 1
+        if i == last:
+            past = True
+        i = (i + 1) & mask
+        steps += 1
+    return 0
+
+cdef int ht_gather(HTable* t, uint64_t lo, uint64_t hi, bint to_end, uint32_t after, uint32_t upto,
+                   HSlots* out) noexcept nogil:
+    """Put into ``out`` (emptied first) the entries whose hash is in [lo, hi)
+    ([lo, 2^64) when ``to_end``) and whose id's sequence number is in
+    (after, upto]; 0 or E_NOMEM.
+
+    The parts that hold such hashes are walked over the slots where they
+    lie, and no others: a slice costs what it holds, not what the table does."""
+    cdef size_t k, k_last
+    cdef HPart* p
+    cdef size_t first, last
+    cdef int rc
+    out.n = 0
+    if t.parts == NULL or t.n == 0 or (not to_end and hi <= lo):
+        return 0
+    k_last = HT_PARTS - 1 if to_end else <size_t>((hi - 1) >> (64 - HT_PART_BITS))
+    for k in range(<size_t>(lo >> (64 - HT_PART_BITS)), k_last + 1):
+        p = &t.parts[k]
+        if p.n == 0:
+            continue
+        first = hp_home(p, lo) if k == lo >> (64 - HT_PART_BITS) else 0
+        last = hp_home(p, hi - 1) if (k == k_last and not to_end) else p.nslots - 1
+        rc = hp_gather(p, first, last, lo, hi, to_end, after, upto, out)
+        if rc:
+            return rc
+    return 0
 
 cdef void bloom_free(Bloom* b) noexcept nogil:
     free(b.words)
@@ -394,3 +514,35 @@ def sort_by_hash(pairs):
     finally:
         free(ents)
         free(spare)
+
+
+def gather_by_hash(pairs, uint64_t lo, uint64_t hi, bint to_end=False, uint32_t after=0, uint32_t upto=0xFFFFFFFF):
+    """The ``(hash, id)`` pairs a sweep takes from the table of unfiled ids
+    for the hashes [lo, hi) ([lo, 2^64) when ``to_end``) and the ids in
+    (after, upto], sorted (the core's ``ht_gather``, then ``hs_sort``).
+    Ids must be non-zero (0 marks a free slot).
+
+    >>> gather_by_hash([(5, 1), (1 << 63, 2), (7, 3), (2, 4)], 3, 8)
+    [(5, 1), (7, 3)]
+    """
+    cdef HTable t
+    cdef HSlots s
+    cdef int rc = 0
+    memset(&t, 0, sizeof(HTable))
+    memset(&s, 0, sizeof(HSlots))
+    try:
+        for h, i in pairs:
+            if not i:
+                raise ValueError("id 0 marks a free slot")
+            if ht_add(&t, h, i):
+                raise MemoryError()
+        with nogil:
+            rc = ht_gather(&t, lo, hi, to_end, after, upto, &s)
+            if rc == 0:
+                rc = hs_sort(&s.ents, &s.spare, s.n)
+        if rc:
+            raise MemoryError()
+        return [(s.ents[i].h, s.ents[i].id) for i in range(s.n)]
+    finally:
+        hslots_free(&s)
+        ht_free(&t)

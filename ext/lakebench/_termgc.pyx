@@ -7,7 +7,7 @@ in ospc first, where most terms are named, then in spoc, posc, cs and the
 declared graphs: the store takes a literal as a subject or a graph too) is
 removed: from ``i2t`` or
 ``i2l``, from ``t2i`` when it is filed there, from the writer's table of
-unfiled ids and its sweep's list, and from the process's cache.  So a store
+unfiled ids, and from the process's cache.  So a store
 whose resources are rewritten keeps the terms it uses, not every term it
 ever held.
 
@@ -27,9 +27,9 @@ from liblmdb cimport *
 from lakebench._codec cimport (E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, DB_SPOC, DB_POSC, DB_OSPC, DB_CS,
                                DB_GRAPHS, ID_LITERAL, ID_SIZE, HASH_SIZE, id_seq, put_be32, put_be64, get_be64,
                                get_term, TermBuf, termbuf_free, hash_bytes, pack_hash_entry)
-from lakebench._tables cimport HSlot, tt_find, ht_del
-from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL
-from lakebench._termids cimport filed_upto, last_id, read_sweep, first_at
+from lakebench._tables cimport tt_find, ht_del
+from lakebench._txncore cimport TxnCore, FILED_ALL
+from lakebench._termids cimport filed_upto, last_id, read_sweep
 
 cdef char* GENERATION_KEY = b"terms_removed"
 cdef size_t GENERATION_KEY_LEN = 13
@@ -69,15 +69,6 @@ cdef int in_use(TxnCore* c, uint32_t tid, bint* used) noexcept nogil:
             return rc
     return 0
 
-cdef void forget_in_sweep(SweepList* L, uint64_t h, uint32_t tid) noexcept nogil:
-    """Mark ``tid``'s entry in a sweep's list (sorted by hash) as removed."""
-    cdef size_t lo = first_at(L, h)
-    while lo < L.n and L.ents[lo].h == h:
-        if L.ents[lo].id == tid:
-            L.ents[lo].id = 0
-            return
-        lo += 1
-
 cdef int unfile(TxnCore* c, uint32_t tid, uint64_t h, uint32_t w) noexcept nogil:
     """Take ``tid`` (of hash ``h``) out of t2i where it is filed there, and
     out of the writer's tables of ids not yet filed.  ``w``: the last id
@@ -96,8 +87,6 @@ cdef int unfile(TxnCore* c, uint32_t tid, uint64_t h, uint32_t w) noexcept nogil
     if w != FILED_ALL and seq > w:
         if c.unfiled != NULL and c.unfiled.valid:
             ht_del(c.unfiled, h, tid)
-        if c.sweep_list != NULL and c.sweep_list.valid and seq > c.sweep_list.w and seq <= c.sweep_list.upto:
-            forget_in_sweep(c.sweep_list, h, tid)
     return 0
 
 cdef int bump_generation(TxnCore* c) noexcept nogil:

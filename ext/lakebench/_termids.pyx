@@ -32,14 +32,21 @@ from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2
                                compact_literal, TermBuf, termbuf_free, hash_bytes, pack_hash_entry)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, StoredForms, sf_get, tt_term,
                                tt_find, tt_add,
-                               tt_clear, ht_reset, ht_add, ht_next, ht_free, ht_keep_above, hs_sort, bloom_size,
+                               tt_clear, ht_reset, ht_add, ht_del, ht_home, ht_next, ht_free, ht_keep_above, HSlots, ht_gather,
+                               hslots_free, hs_sort, bloom_size,
                                bloom_add, bloom_may_hold)
-from lakebench._txncore cimport TxnCore, SweepList, FILED_ALL, core_cursor
+from lakebench._txncore cimport TxnCore, FILED_ALL, core_cursor
 
 # Terms of the kinds worth remembering across transactions (the cache).
 cdef size_t CACHE_MAX_ENTRIES = 1 << 18
 cdef size_t CACHE_MAX_BYTES = 32 << 20
 cdef size_t CACHE_MAX_LITERAL = 48
+# The Bloom filter of t2i's hashes: its size, fixed, so that it is never
+# built again as the store grows (a scan of t2i, seconds at a million
+# children, in some write's time).  64 MiB hold 10 bits for each of 54
+# million hashes (about 1% of new terms pass); past that, more pass, each
+# costing one descent into t2i, and the memory stays the same.
+cdef size_t BLOOM_BYTES = 64 << 20
 # The meta entry holding the last id filed in t2i (absent: every id is).
 cdef char* FILED_KEY = b"terms_filed"
 cdef size_t FILED_KEY_LEN = 11
@@ -190,6 +197,14 @@ cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcep
         # a commit after this snapshot removed terms, which the writer's table
         # forgot and this snapshot still holds (nor may it fill that table)
         t = &c.own
+    elif t.valid and t.cut_upto and w < t.cut_upto:
+        # the writer took out of its table the ids a sweep filed: this
+        # snapshot must find them in its t2i
+        rc = read_sweep(c)
+        if rc:
+            return rc
+        if c.sweep_upto != t.cut_upto or c.sweep_pos < t.cut_pos:
+            t = &c.own
     if not t.valid or t.lo > w:
         ht_reset(t, w)
     if t.hi < m:
@@ -206,7 +221,7 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
     cdef uint32_t w, m, tid
     cdef HTable* t
     cdef MDB_val v
-    cdef size_t pos = h
+    cdef size_t pos
     cdef int rc
     rc = unfiled_span(c, &w, &m)
     if rc or w == FILED_ALL or m <= w:
@@ -214,6 +229,7 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
     rc = unfiled_table(c, w, m, &t)
     if rc:
         return rc
+    pos = ht_home(t, h)
     while True:
         tid = ht_next(t, h, &pos)
         if tid == 0:
@@ -229,15 +245,12 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
             return rc
 
 cdef int build_bloom(TxnCore* c, Bloom* b) noexcept nogil:
-    """Fill ``b`` with every hash in t2i, sized for twice as many."""
+    """Fill ``b`` (BLOOM_BYTES) with every hash in t2i: once per process,
+    unless a failed write leaves it in doubt."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
-    cdef MDB_stat st
     cdef int rc
-    rc = mdb_stat(c.txn, c.dbi[DB_T2I], &st)
-    if rc:
-        return rc
-    rc = bloom_size(b, 2 * st.ms_entries if st.ms_entries > 32768 else 65536)
+    rc = bloom_size(b, BLOOM_BYTES * 8 // 10)
     if rc:
         return rc
     rc = core_cursor(c, DB_T2I, &cur)
@@ -362,13 +375,19 @@ cdef int set_sweep(TxnCore* c, uint32_t upto, uint64_t pos) noexcept nogil:
 
 cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t hi, bint to_end) noexcept nogil:
     """File in t2i, sorted, the ids in (w, upto] whose hash is in [lo, hi)
-    ([lo, 2^64) when ``to_end``) and that no sweep has filed yet."""
-    cdef uint32_t m, tid
-    cdef uint64_t h
+    ([lo, 2^64) when ``to_end``) and that no sweep has filed yet.
+
+    They are taken from the table of unfiled ids by their slots
+    (``ht_gather``): only the slice is gathered and sorted, and the buffers
+    it is sorted in (the writer's, kept from commit to commit) hold a slice,
+    not the generation.  The writer's table then lets them go (its
+    ``cut_upto`` and ``cut_pos`` say which): it holds about one generation,
+    and the sweep's end has nothing left to drop."""
+    cdef uint32_t m
     cdef HTable t
     cdef HTable* src = &t
-    cdef HSlot* sorted_ = NULL
-    cdef HSlot* spare = NULL
+    cdef HSlots own
+    cdef HSlots* buf = c.slice if c.slice != NULL else &own
     cdef size_t i, n = 0
     cdef int rc
     rc = last_id(c, &m)
@@ -377,107 +396,37 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
     if rc:
         return rc
     memset(&t, 0, sizeof(HTable))
+    memset(&own, 0, sizeof(HSlots))
     if c.unfiled != NULL:   # the writer's table already holds their hashes
         rc = unfiled_table(c, w, m, &src)
     else:
         rc = hash_range(c, &t, w, upto)
-    if rc == 0 and src.n:
-        sorted_ = <HSlot*>malloc(src.n * sizeof(HSlot))
-        spare = <HSlot*>malloc(src.n * sizeof(HSlot))
-        if sorted_ == NULL or spare == NULL:
-            rc = E_NOMEM
-        else:
-            for i in range(src.nslots):
-                tid = id_seq(src.slots[i].id)
-                h = src.slots[i].h
-                if tid <= w or tid > upto or h < lo or (not to_end and h >= hi):
-                    continue
-                if c.sweep_upto and tid <= c.sweep_upto and h < c.sweep_pos:
-                    continue   # filed by the sweep
-                sorted_[n] = src.slots[i]
-                n += 1
-            rc = hs_sort(&sorted_, &spare, n)
-            if rc == 0:
-                rc = file_sorted(c, sorted_, n)
-    free(sorted_)
-    free(spare)
+    if rc == 0:
+        rc = ht_gather(src, lo, hi, to_end, w, upto, buf)
+    if rc == 0:
+        for i in range(buf.n):
+            if src == c.unfiled:   # an abort or a failed commit invalidates the table
+                ht_del(src, buf.ents[i].h, buf.ents[i].id)
+            if c.sweep_upto and id_seq(buf.ents[i].id) <= c.sweep_upto and buf.ents[i].h < c.sweep_pos:
+                continue   # filed by the sweep
+            buf.ents[n] = buf.ents[i]
+            n += 1
+        if src == c.unfiled:
+            src.cut_upto = upto
+            src.cut_pos = 0xFFFFFFFFFFFFFFFFULL if to_end else hi
+        rc = hs_sort(&buf.ents, &buf.spare, n)
+    if rc == 0:
+        rc = file_sorted(c, buf.ents, n)
+    buf.n = 0
+    hslots_free(&own)
     ht_free(&t)
     return rc
-
-cdef int sweep_reserve(SweepList* L, size_t n) noexcept nogil:
-    """Room for ``n`` entries in both buffers (the list is then empty)."""
-    cdef size_t cap = L.cap if L.cap else 4096
-    while cap < n:
-        cap *= 2
-    sweep_free(L)
-    L.ents = <HSlot*>malloc(cap * sizeof(HSlot))
-    L.spare = <HSlot*>malloc(cap * sizeof(HSlot))
-    if L.ents == NULL or L.spare == NULL:
-        sweep_free(L)
-        return E_NOMEM
-    L.cap = cap
-    return 0
-
-cdef void sweep_free(SweepList* L) noexcept nogil:
-    free(L.ents)
-    free(L.spare)
-    memset(L, 0, sizeof(SweepList))
-
-cdef int sweep_list(TxnCore* c, uint32_t w, uint32_t upto, SweepList** out) noexcept nogil:
-    """The writer's list of the generation (w, upto], by hash (built once per sweep)."""
-    cdef SweepList* L = c.sweep_list
-    cdef HTable* t
-    cdef uint32_t m, tid
-    cdef size_t i
-    cdef int rc
-    if L.valid and L.w == w and L.upto == upto:
-        out[0] = L
-        return 0
-    L.valid = False
-    rc = last_id(c, &m)
-    if rc == 0:
-        rc = unfiled_table(c, w, m, &t)
-    if rc:
-        return rc
-    if t.n > L.cap:   # grown, never shrunk: pages kept are not touched afresh
-        rc = sweep_reserve(L, t.n)
-        if rc:
-            return rc
-    L.n = 0
-    for i in range(t.nslots):
-        tid = id_seq(t.slots[i].id)
-        if tid > w and tid <= upto:
-            L.ents[L.n] = t.slots[i]
-            L.n += 1
-    rc = hs_sort(&L.ents, &L.spare, L.n)
-    if rc:
-        return rc
-    L.w = w
-    L.upto = upto
-    L.valid = True
-    out[0] = L
-    return 0
-
-cdef size_t first_at(SweepList* L, uint64_t h) noexcept nogil:
-    """The index of the first entry whose hash is ``h`` or more."""
-    cdef size_t lo = 0, hi = L.n, mid
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if L.ents[mid].h < h:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 cdef int file_sorted(TxnCore* c, HSlot* ents, size_t n) noexcept nogil:
     """Put ``n`` (hash, id) entries, sorted, into t2i and the Bloom filter."""
     cdef size_t i
     cdef int rc
-    if c.bloom != NULL and c.bloom.n + n > c.bloom.capacity:
-        c.bloom.valid = False   # full: built again, larger, at its next use
     for i in range(n):
-        if ents[i].id == 0:
-            continue   # a term removed since the list was made (see _termgc)
         rc = put_hash(c, ents[i].h, ents[i].id)
         if rc == MDB_KEYEXIST:
             rc = 0   # filed already (a filing undone and done again, or damage check names)
@@ -491,14 +440,19 @@ cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
     """Every id up to ``upto`` is filed now: say so, end the sweep, and drop
     them from the writer's table."""
     cdef int rc
+    cdef uint32_t m
     rc = set_filed(c, upto if c.defer else FILED_ALL)
     if rc == 0:
         rc = set_sweep(c, 0, 0)
+    if rc == 0:
+        rc = last_id(c, &m)
     if rc == 0 and c.unfiled != NULL and c.unfiled.valid:
-        ht_keep_above(c.unfiled, upto)
-    if rc == 0 and c.sweep_list != NULL:
-        c.sweep_list.n = 0
-        c.sweep_list.valid = False
+        if c.unfiled.n > m - upto:
+            ht_keep_above(c.unfiled, upto)   # it holds filed ids again (rebuilt mid-sweep)
+        else:
+            c.unfiled.lo = upto
+            c.unfiled.cut_upto = 0
+            c.unfiled.cut_pos = 0
     return rc
 
 cdef int file_terms(TxnCore* c) noexcept nogil:
@@ -524,8 +478,6 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     cdef uint32_t w, m, upto, due
     cdef uint64_t target = 0
     cdef bint done
-    cdef SweepList* L
-    cdef size_t start, end
     cdef int rc
     rc = unfiled_span(c, &w, &m)
     if rc or w == FILED_ALL:
@@ -546,14 +498,7 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
         target = ((<uint64_t>(m - upto) << 32) // due) << 32
         if target <= c.sweep_pos:
             return 0
-    if c.sweep_list != NULL:
-        rc = sweep_list(c, w, upto, &L)
-        if rc == 0:
-            start = first_at(L, c.sweep_pos)
-            end = L.n if done else first_at(L, target)
-            rc = file_sorted(c, L.ents + start, end - start)
-    else:
-        rc = file_slice(c, w, upto, c.sweep_pos, target, done)
+    rc = file_slice(c, w, upto, c.sweep_pos, target, done)
     if rc:
         return rc
     if not done:

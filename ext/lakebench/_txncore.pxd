@@ -6,16 +6,7 @@ from libc.string cimport memset
 
 from liblmdb cimport *
 from lakebench._codec cimport N_DBS, N_INDEXES, E_CORRUPT, ID_SIZE, ENTRY_VALUE_SIZE, put_be32, get_be32, unpack_entry
-from lakebench._tables cimport TTable, HTable, HSlot, Bloom, QBuf, Buf, buf_put
-
-cdef struct SweepList:
-    HSlot* ents               # the hashes and ids of a sweep's generation, by hash
-    size_t n
-    HSlot* spare              # the sort's other buffer; both kept from sweep to sweep
-    size_t cap                # entries each buffer holds
-    uint32_t w                # the generation: ids (w, upto]
-    uint32_t upto
-    bint valid
+from lakebench._tables cimport TTable, HTable, HSlots, Bloom, QBuf, Buf, buf_put
 
 cdef struct TxnCore:
     MDB_txn* txn
@@ -34,7 +25,7 @@ cdef struct TxnCore:
     HTable* unfiled           # the environment's table (a deferring store), or NULL ...
     HTable own                # ... and then this transaction's own, built when first needed
     Bloom* bloom              # the environment's filter of t2i's hashes (a deferring store), or NULL
-    SweepList* sweep_list     # the environment's (a deferring store), or NULL
+    HSlots* slice             # the environment's buffers for a sweep's slice (a deferring store), or NULL
     uint32_t sweep_upto       # a sweep filing (filed, sweep_upto] is at hash sweep_pos (0: none)
     uint64_t sweep_pos
     bint sweep_known

@@ -396,6 +396,8 @@ class LmdbStore:
             txn = LoggedTxn(batch)
             try:
                 result = op(txn)
+                if txn.changes:
+                    batch.file_due_terms()  # the sweep's share of this write, not a slice per commit
             except MapFullError:  # the core aborted the batch: grow, rebuild it, run op again
                 self._rebuild(grow=True)
                 continue

@@ -34,11 +34,12 @@ class Environment:
     readonly: bool
     defer_filing: bool
     filing_lag: int
+    filing_max: int
     terms_removed: int
     open_txns: int
     def __init__(self, path: str | bytes, *, map_size: int = ..., durability: str = ..., readonly: bool = ...,
                  max_readers: int = ..., writemap: bool = ..., defer_filing: bool = ...,
-                 filing_lag: int = ...) -> None: ...
+                 filing_lag: int = ..., filing_max: int = ...) -> None: ...
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...

@@ -23,7 +23,7 @@ from libc.string cimport memcpy, memcmp, memset
 from libc.stdlib cimport calloc, free
 
 from liblmdb cimport *
-from lakebench._tables cimport HTable, ht_add, ht_next, ht_free
+from lakebench._tables cimport HTable, ht_add, ht_home, ht_next, ht_free
 from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
                                DB_SPOC, DB_CS, DB_GRAPHS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
                                pack_pair,
@@ -490,7 +490,7 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
     in t2i) nor an earlier unfiled one (``seen``) is the same term."""
     cdef MDB_val k, v, t
     cdef uint8_t hk[8]
-    cdef size_t pos = h
+    cdef size_t pos = ht_home(seen, h)
     cdef uint32_t other
     cdef int rc
     put_be64(hk, h)

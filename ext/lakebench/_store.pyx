@@ -75,7 +75,8 @@ cdef class Environment:
     ``defer_filing``: this process is the store's only writer and uses the
     environment from one thread (the write-ahead log's owner): its writes
     leave new term ids out of ``t2i`` and a commit files them once they are
-    ``filing_lag`` or more and a quarter of the filed ones (see _termids).
+    ``filing_lag`` or more and a quarter of the filed ones, or ``filing_max``
+    (see _termids: the table of unfiled ids holds about that many).
     Any other writer files them all at its first new term.
     """
     cdef MDB_env* env
@@ -93,6 +94,7 @@ cdef class Environment:
     cdef readonly bint defer_filing
     cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
+    cdef readonly uint32_t filing_max
     # meta's count of commits that removed terms, as this process last saw
     # it: when another process's commit changed it, the cache is cleared
     cdef uint64_t removals_seen
@@ -111,7 +113,7 @@ cdef class Environment:
 
     def __init__(self, path, *, size_t map_size=1 << 28, durability="durable", bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
-                 uint32_t filing_lag=1 << 20):
+                 uint32_t filing_lag=1 << 20, uint32_t filing_max=1 << 22):
         cdef int rc, grown = 0
         cdef MDB_envinfo info
         cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
@@ -124,6 +126,7 @@ cdef class Environment:
         self.defer_filing = defer_filing and not readonly
         self.filing_thread = <long>PyThread_get_thread_ident()
         self.filing_lag = filing_lag
+        self.filing_max = filing_max
         if durability != "durable":
             flags |= MDB_NOSYNC
         if readonly:
@@ -436,7 +439,7 @@ cdef class Txn:
             with nogil:
                 rc = drop_unused_terms(&self.core, &dropped)
                 if rc == 0 and self.core.defer:
-                    rc = file_terms_step(&self.core, self.env.filing_lag)
+                    rc = file_terms_step(&self.core, self.env.filing_lag, self.env.filing_max)
             if rc:
                 commit = False   # a failed write: the transaction is aborted, rc raised
         buf_free(&self.core.released)
@@ -789,10 +792,10 @@ cdef class Txn:
         a large slice."""
         cdef int rc = 0
         self._require_write()
-        if not self.core.defer:
-            return
+        if not self.core.defer or self.core.unfiled == NULL:
+            return   # another thread's write builds its table per transaction: its commit files
         with nogil:
-            rc = file_terms_step(&self.core, self.env.filing_lag)
+            rc = file_terms_step(&self.core, self.env.filing_lag, self.env.filing_max)
         if rc:
             self._fail(rc, "filing term ids")
 

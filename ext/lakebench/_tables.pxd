@@ -132,7 +132,7 @@ cdef Py_ssize_t tt_intern(TTable* t, const void* p, size_t n, uint32_t flags) no
 # probing: the entries of a range of hashes lie in a range of slots
 # (``ht_gather``), which is how a sweep takes its slice of the hash space
 # without sorting, or keeping, the whole generation.
-cdef struct HSlot:
+cdef packed struct HSlot:   # 12 bytes, not 16: the table's memory is most of what a store keeps
     uint64_t h
     uint32_t id
 
@@ -157,6 +157,7 @@ cdef struct HTable:
     bint valid            # ... when valid, but for those a sweep filed and took out:
     uint32_t cut_upto     # ids up to cut_upto whose hash is below cut_pos (0: none)
     uint64_t cut_pos
+    bint holds_filed      # built again mid-sweep: it may hold ids a sweep filed (the sweep's end drops them)
 
 cdef void ht_free(HTable* t) noexcept nogil
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil

@@ -163,6 +163,7 @@ cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil:
     t.hi = lo
     t.cut_upto = 0
     t.cut_pos = 0
+    t.holds_filed = False
     t.valid = True
 
 cdef int hp_grow(HPart* p, size_t nslots) noexcept nogil:
@@ -204,7 +205,7 @@ cdef void hp_keep_above(HPart* p, uint32_t lo) noexcept nogil:
         return
     mask = p.nslots - 1
     start = 0
-    while p.slots[start].id != 0:   # at most half the slots are used: one is empty
+    while p.slots[start].id != 0:   # at most three quarters of the slots are used: one is empty
         start += 1
     for k in range(p.nslots):
         if p.slots[k].id != 0 and id_seq(p.slots[k].id) <= lo:
@@ -229,6 +230,7 @@ cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil:
     t.lo = lo
     t.cut_upto = 0
     t.cut_pos = 0
+    t.holds_filed = False
     if t.parts == NULL:
         return
     t.n = 0
@@ -329,8 +331,8 @@ cdef int hs_sort(HSlot** ents, HSlot** spare, size_t n) noexcept nogil:
     return 0
 
 cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
-    """File ``id`` under ``h`` (at most half of a part's slots are used: a
-    part that would hold more doubles, alone); 0 or E_NOMEM."""
+    """File ``id`` under ``h`` (at most three quarters of a part's slots are
+    used: a part that would hold more doubles, alone); 0 or E_NOMEM."""
     cdef HPart* p
     cdef size_t mask, i
     if t.parts == NULL:
@@ -338,7 +340,7 @@ cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
         if t.parts == NULL:
             return E_NOMEM
     p = &t.parts[h >> (64 - HT_PART_BITS)]
-    if (p.n + 1) * 2 > p.nslots:
+    if (p.n + 1) * 4 > p.nslots * 3:
         if hp_grow(p, p.nslots * 2 if p.nslots else HT_PART_MIN):
             return E_NOMEM
     mask = p.nslots - 1

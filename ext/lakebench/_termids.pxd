@@ -11,7 +11,7 @@ cdef int resolve_table(TxnCore* c, TTable* t, uint32_t* ids, const StoredForms* 
 cdef void merge_cache(TxnCore* c) noexcept nogil
 cdef int unfiled_span(TxnCore* c, uint32_t* w, uint32_t* m) noexcept nogil
 cdef int file_terms(TxnCore* c) noexcept nogil
-cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil
+cdef int file_terms_step(TxnCore* c, uint32_t lag, uint32_t most) noexcept nogil
 cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil
 cdef int last_id(TxnCore* c, uint32_t* m) noexcept nogil
 cdef int read_sweep(TxnCore* c) noexcept nogil

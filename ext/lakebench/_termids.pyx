@@ -205,7 +205,8 @@ cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcep
             return rc
         if c.sweep_upto != t.cut_upto or c.sweep_pos < t.cut_pos:
             t = &c.own
-    if not t.valid or t.lo > w:
+    cdef bint rebuilt = not t.valid or t.lo > w
+    if rebuilt:
         ht_reset(t, w)
     if t.hi < m:
         rc = hash_range(c, t, t.hi, m)
@@ -213,6 +214,10 @@ cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcep
             t.valid = False
             return rc
         t.hi = m
+    if rebuilt and t.n:
+        # every id (w, m] of this snapshot, some a sweep filed (here or in
+        # the writer's newer view): the sweep's end drops them
+        t.holds_filed = True
     out[0] = t
     return 0
 
@@ -440,15 +445,12 @@ cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
     """Every id up to ``upto`` is filed now: say so, end the sweep, and drop
     them from the writer's table."""
     cdef int rc
-    cdef uint32_t m
     rc = set_filed(c, upto if c.defer else FILED_ALL)
     if rc == 0:
         rc = set_sweep(c, 0, 0)
-    if rc == 0:
-        rc = last_id(c, &m)
     if rc == 0 and c.unfiled != NULL and c.unfiled.valid:
-        if c.unfiled.n > m - upto:
-            ht_keep_above(c.unfiled, upto)   # it holds filed ids again (rebuilt mid-sweep)
+        if c.unfiled.holds_filed:
+            ht_keep_above(c.unfiled, upto)   # built again mid-sweep: a pass drops what the slices did not
         else:
             c.unfiled.lo = upto
             c.unfiled.cut_upto = 0
@@ -468,13 +470,25 @@ cdef int file_terms(TxnCore* c) noexcept nogil:
         rc = all_filed_upto(c, m)
     return rc
 
-cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
-    """At a deferring commit: once the unfiled ids are ``lag`` or more and
-    at least a quarter of the filed ones (``due``), a sweep starts for them;
-    each commit then files the slice of the hash space that keeps the sweep
-    in step with the new ids, so that it ends when ``due`` more exist.
-    Each t2i leaf is so rewritten a bounded number of times per id filed
-    (about 3 pages per 100 ids), spread over the commits."""
+cdef inline uint32_t generation_due(uint32_t filed, uint32_t lag, uint32_t most) noexcept nogil:
+    """How many unfiled ids make a generation: a quarter of the filed ones,
+    at most ``most`` (the table of unfiled ids holds about one generation:
+    its memory), at least ``lag`` (and 1)."""
+    cdef uint32_t due = filed // 4
+    if due > most:
+        due = most
+    if due < lag:
+        due = lag
+    return due if due else 1
+
+cdef int file_terms_step(TxnCore* c, uint32_t lag, uint32_t most) noexcept nogil:
+    """At a deferring write or commit: once the unfiled ids make a generation
+    (``due``: ``generation_due``), a sweep starts for them; each write then
+    files the slice of the hash space that keeps the sweep in step with the
+    new ids, so that it ends when ``due`` more exist.  Each t2i leaf is so
+    rewritten a bounded number of times per id filed (about 3 pages per 100
+    ids while a generation is a quarter of t2i; more once ``most`` caps it:
+    the price of a bounded table), spread over the writes."""
     cdef uint32_t w, m, upto, due
     cdef uint64_t target = 0
     cdef bint done
@@ -485,9 +499,7 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     rc = read_sweep(c)
     if rc:
         return rc
-    due = w // 4 if w // 4 > lag else lag
-    if due == 0:
-        due = 1
+    due = generation_due(w, lag, most)
     if c.sweep_upto == 0:
         if m - w < due:
             return 0
@@ -504,7 +516,7 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag) noexcept nogil:
     if not done:
         return set_sweep(c, upto, target)
     rc = all_filed_upto(c, upto)
-    if rc == 0 and m - upto >= max(upto // 4, lag, 1):
+    if rc == 0 and m - upto >= generation_due(upto, lag, most):
         rc = set_sweep(c, m, 0)   # the next generation is due already
     return rc
 

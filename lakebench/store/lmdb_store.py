@@ -73,10 +73,15 @@ DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random
 #: keys made each batch commit rewrite most of its leaves) until a commit
 #: finds this many or more, and at least a quarter of those filed; a sweep
-#: then files them, a slice of t2i at each commit (docs/store.rst).  2^20
-#: ids: about 10,000 children of the seed workload.  The table that finds
-#: them holds up to twice as many (16 to 32 bytes each) before a sweep ends.
+#: then files them, a slice of t2i at each write (docs/store.rst).  2^20
+#: ids: about 10,000 children of the seed workload.
 DEFAULT_FILING_LAG = 1 << 20
+#: ... and at most this many: the table that finds the unfiled ids holds
+#: about one such generation, 12 bytes an id at a load of 3/8 to 3/4, so
+#: 2^22 ids (about 40,000 children) cost 64 to 128 MiB however large the
+#: store grows.  A larger value spares t2i's leaves rewrites (fewer, larger
+#: sweeps) for memory.
+DEFAULT_FILING_MAX = 1 << 22
 #: After a write failed for lack of space, writes are refused at once until
 #: the disk has this much free again.
 _SPACE_AGAIN = 1 << 20
@@ -129,7 +134,8 @@ class LmdbStore:
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
-                 filing_lag: int = DEFAULT_FILING_LAG, truncate_damaged_log: bool = False,
+                 filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
+                 truncate_damaged_log: bool = False,
                  waiting: Waiting = INLINE):
         self.path = Path(path)
         durability = Durability.parse(durability)
@@ -188,7 +194,7 @@ class LmdbStore:
                 self._writers_lock = share_writers_lock(log_path)
             # Only the log's owner, the one writer, leaves term ids unfiled.
             self.env = Environment(self.path, map_size=map_size, durability=durability, readonly=readonly,
-                                   defer_filing=log, filing_lag=filing_lag)
+                                   defer_filing=log, filing_lag=filing_lag, filing_max=filing_max)
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)

@@ -261,6 +261,22 @@ def test_check_finds_an_unfiled_term_stored_twice(half_filed):
     assert f"terms 1 and {last + 1} are the same term stored twice" in problems
 
 
+def test_check_finds_two_unfiled_ids_of_one_term(half_filed):
+    """Two unfiled ids naming one term: found through check's own table of
+    the unfiled ids it has met, not through t2i."""
+    path, filed, last = half_filed
+    first = []
+
+    def duplicate(txn, dbs):
+        cursor = txn.cursor(db=dbs["i2t"])
+        assert cursor.set_range(struct.pack("=I", filed + 1))   # the first unfiled IRI
+        first.append(struct.unpack("=I", cursor.key())[0])
+        txn.put(struct.pack("=I", last + 1), cursor.value(), db=dbs["i2t"], append=True)
+
+    problems = _damage(path, duplicate)
+    assert f"terms {first[0]} and {last + 1} are the same term stored twice" in problems
+
+
 def test_check_finds_a_sequence_number_used_by_an_iri_and_a_literal(half_filed):
     """Ids of every kind share one counter: an IRI in i2t under the number
     of a literal of i2l breaks it."""
@@ -402,6 +418,26 @@ def test_an_older_snapshot_finds_the_ids_a_later_sweep_took_out_of_the_writers_t
         older.abort()
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("most", [200, None])
+def test_filing_max_bounds_the_unfiled_ids_however_many_are_filed(tmp_path, most):
+    """A generation is a quarter of the filed ids, at most ``filing_max``:
+    the unfiled ids (what the writer's table holds) stay under about two
+    generations as the store grows; without the bound they grow with it."""
+    options = {"filing_max": most} if most else {}
+    peak = 0
+    with LmdbStore(tmp_path / "s", filing_lag=64, batch_writes=8, **options) as store:
+        for i in range(150):
+            store.add(_quads(20, start=20 * i))   # 40 new ids a write
+            with store.read() as txn:
+                peak = max(peak, txn.unfiled_terms())
+        assert store.count() == 3000
+    if most:
+        assert peak <= 2 * most + 40
+    else:
+        assert peak > 2 * 200 + 40
+    assert _summary(tmp_path / "s")["terms"] == 6002
 
 
 def test_a_stray_hash_entry_does_not_stop_the_commits(tmp_path):

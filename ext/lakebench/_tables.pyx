@@ -19,26 +19,32 @@ cdef int buf_utf8(Buf* b, uint32_t cp) noexcept nogil:
     return buf_put(b, t, utf8_put(t, cp))
 
 
+cdef int realloc_pair(void** a, size_t a_size, void** b, size_t b_size, size_t cap) noexcept nogil:
+    """Grow two arrays kept side by side to ``cap`` elements (of ``a_size``
+    and ``b_size`` bytes); 0 or E_NOMEM, each keeping its contents and
+    staying valid whichever realloc failed."""
+    cdef void* p = realloc(a[0], cap * a_size)
+    if p == NULL:
+        return E_NOMEM
+    a[0] = p
+    p = realloc(b[0], cap * b_size)
+    if p == NULL:
+        return E_NOMEM
+    b[0] = p
+    return 0
+
 cdef int sf_set(StoredForms* f, size_t index, const uint8_t* p, size_t n) noexcept nogil:
     """Record the stored form of term ``index`` (a new term: ``index`` is
     at least the count so far; the terms between get none)."""
     cdef size_t cap
-    cdef size_t* off
-    cdef uint32_t* len_
     if index < f.n:
         return 0
     if index >= f.cap:
         cap = f.cap * 2 if f.cap else 256
         while cap <= index:
             cap *= 2
-        off = <size_t*>realloc(f.off, cap * sizeof(size_t))
-        if off == NULL:
+        if realloc_pair(<void**>&f.off, sizeof(size_t), <void**>&f.len, sizeof(uint32_t), cap):
             return E_NOMEM
-        f.off = off
-        len_ = <uint32_t*>realloc(f.len, cap * sizeof(uint32_t))
-        if len_ == NULL:
-            return E_NOMEM
-        f.len = len_
         f.cap = cap
     while f.n < index:
         f.len[f.n] = 0
@@ -391,20 +397,12 @@ cdef bint ht_del(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
 cdef int hslots_reserve(HSlots* s, size_t n) noexcept nogil:
     """Room for ``n`` entries in both buffers, keeping the first ``s.n``."""
     cdef size_t cap = s.cap if s.cap else 4096
-    cdef HSlot* ents
-    cdef HSlot* spare
     if n <= s.cap:
         return 0
     while cap < n:
         cap *= 2
-    ents = <HSlot*>realloc(s.ents, cap * sizeof(HSlot))
-    if ents == NULL:
+    if realloc_pair(<void**>&s.ents, sizeof(HSlot), <void**>&s.spare, sizeof(HSlot), cap):
         return E_NOMEM
-    s.ents = ents
-    spare = <HSlot*>realloc(s.spare, cap * sizeof(HSlot))
-    if spare == NULL:
-        return E_NOMEM
-    s.spare = spare
     s.cap = cap
     return 0
 

@@ -384,7 +384,7 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
 
     They are taken from the table of unfiled ids by their slots
     (``ht_gather``): only the slice is gathered and sorted, and the buffers
-    it is sorted in (the writer's, kept from commit to commit) hold a slice,
+    it is sorted in (the writer's, kept from write to write) hold a slice,
     not the generation.  The writer's table then lets them go (its
     ``cut_upto`` and ``cut_pos`` say which): it holds about one generation,
     and the sweep's end has nothing left to drop."""

@@ -74,8 +74,9 @@ cdef class Environment:
 
     ``defer_filing``: this process is the store's only writer and uses the
     environment from one thread (the write-ahead log's owner): its writes
-    leave new term ids out of ``t2i`` and a commit files them once they are
-    ``filing_lag`` or more and a quarter of the filed ones, or ``filing_max``
+    leave new term ids out of ``t2i``, and a sweep files them, a share at
+    each write (``Txn.file_due_terms``) and commit, once they are a quarter
+    of the filed ones, at least ``filing_lag`` and at most ``filing_max``
     (see _termids: the table of unfiled ids holds about that many).
     Any other writer files them all at its first new term.
     """

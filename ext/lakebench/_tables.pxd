@@ -178,13 +178,17 @@ cdef int ht_gather(HTable* t, uint64_t lo, uint64_t hi, bint to_end, uint32_t af
                    HSlots* out) noexcept nogil
 cdef void hslots_free(HSlots* s) noexcept nogil
 
+cdef inline size_t ht_part_of(uint64_t h) noexcept nogil:
+    """The number of the part that holds ``h``: its top HT_PART_BITS bits."""
+    return <size_t>(h >> (64 - HT_PART_BITS))
+
 cdef inline size_t hp_home(HPart* p, uint64_t h) noexcept nogil:
     """The slot of its part that ``h`` is looked up from (0 in an empty part)."""
     return <size_t>((h << HT_PART_BITS) >> p.shift) if p.nslots else 0
 
 cdef inline size_t ht_home(HTable* t, uint64_t h) noexcept nogil:
     """The slot of its part that ``h`` is looked up from."""
-    return hp_home(&t.parts[h >> (64 - HT_PART_BITS)], h) if t.parts != NULL else 0
+    return hp_home(&t.parts[ht_part_of(h)], h) if t.parts != NULL else 0
 
 cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
     """The next id filed under ``h`` from slot ``pos[0]`` of its part on
@@ -193,7 +197,7 @@ cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
     cdef size_t mask, i
     if t.parts == NULL:
         return 0
-    p = &t.parts[h >> (64 - HT_PART_BITS)]
+    p = &t.parts[ht_part_of(h)]
     if p.nslots == 0:
         return 0
     mask = p.nslots - 1

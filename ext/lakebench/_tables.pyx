@@ -176,23 +176,24 @@ cdef int hp_grow(HPart* p, size_t nslots) noexcept nogil:
     """Move a part's entries into ``nslots`` slots (a power of two).  Taken in
     slot order, they are nearly in hash order, and so is the new array: its
     slots are written front to back."""
-    cdef HSlot* slots = <HSlot*>calloc(nslots, sizeof(HSlot))
+    cdef HPart q
     cdef size_t k, i, mask = nslots - 1
-    cdef int shift = 64
-    while (<size_t>1 << (64 - shift)) < nslots:
-        shift -= 1
-    if slots == NULL:
+    q.slots = <HSlot*>calloc(nslots, sizeof(HSlot))
+    if q.slots == NULL:
         return E_NOMEM
+    q.nslots = nslots
+    q.shift = 64
+    while (<size_t>1 << (64 - q.shift)) < nslots:
+        q.shift -= 1
+    q.n = p.n
     for k in range(p.nslots):
         if p.slots[k].id != 0:
-            i = <size_t>((p.slots[k].h << HT_PART_BITS) >> shift)
-            while slots[i].id != 0:
+            i = hp_home(&q, p.slots[k].h)
+            while q.slots[i].id != 0:
                 i = (i + 1) & mask
-            slots[i] = p.slots[k]
+            q.slots[i] = p.slots[k]
     free(p.slots)
-    p.slots = slots
-    p.nslots = nslots
-    p.shift = shift
+    p[0] = q
     return 0
 
 cdef void hp_keep_above(HPart* p, uint32_t lo) noexcept nogil:
@@ -345,7 +346,7 @@ cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
         t.parts = <HPart*>calloc(HT_PARTS, sizeof(HPart))
         if t.parts == NULL:
             return E_NOMEM
-    p = &t.parts[h >> (64 - HT_PART_BITS)]
+    p = &t.parts[ht_part_of(h)]
     if (p.n + 1) * 4 > p.nslots * 3:
         if hp_grow(p, p.nslots * 2 if p.nslots else HT_PART_MIN):
             return E_NOMEM
@@ -368,7 +369,7 @@ cdef bint ht_del(HTable* t, uint64_t h, uint32_t id) noexcept nogil:
     cdef size_t mask, i, j, home
     if t.parts == NULL:
         return False
-    p = &t.parts[h >> (64 - HT_PART_BITS)]
+    p = &t.parts[ht_part_of(h)]
     if p.nslots == 0:
         return False
     mask = p.nslots - 1
@@ -453,12 +454,12 @@ cdef int ht_gather(HTable* t, uint64_t lo, uint64_t hi, bint to_end, uint32_t af
     out.n = 0
     if t.parts == NULL or t.n == 0 or (not to_end and hi <= lo):
         return 0
-    k_last = HT_PARTS - 1 if to_end else <size_t>((hi - 1) >> (64 - HT_PART_BITS))
-    for k in range(<size_t>(lo >> (64 - HT_PART_BITS)), k_last + 1):
+    k_last = HT_PARTS - 1 if to_end else ht_part_of(hi - 1)
+    for k in range(ht_part_of(lo), k_last + 1):
         p = &t.parts[k]
         if p.n == 0:
             continue
-        first = hp_home(p, lo) if k == lo >> (64 - HT_PART_BITS) else 0
+        first = hp_home(p, lo) if k == ht_part_of(lo) else 0
         last = hp_home(p, hi - 1) if (k == k_last and not to_end) else p.nslots - 1
         rc = hp_gather(p, first, last, lo, hi, to_end, after, upto, out)
         if rc:

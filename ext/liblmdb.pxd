@@ -113,6 +113,7 @@ cdef extern from "lmdb.h" nogil:
     int mdb_env_set_maxreaders(MDB_env *env, unsigned int readers)
     int mdb_env_set_maxdbs(MDB_env *env, MDB_dbi dbs)
     int mdb_env_get_maxkeysize(MDB_env *env)
+    int mdb_env_get_fd(MDB_env *env, int *fd)
     int mdb_reader_check(MDB_env *env, int *dead)
 
     int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **txn)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from lakebench import __version__, dataset, results, systems, table, workloads
 from lakebench.argtypes import JVM_HEAP, Bounded, BoundedList, Duration, duration_text, http_url
-from lakebench.runspec import DEFAULT_RETRIEVALS
+from lakebench.runspec import DEFAULT_PAGE_SIZE, DEFAULT_RETRIEVALS
+from lakebench.server.headers import MAX_PAGE_SIZE
 
 
 class UsageError(Exception):
@@ -32,6 +33,7 @@ LITERAL_LENGTH = Bounded(int, 1, dataset.MAX_LITERAL_LENGTH)
 SEED = Bounded(int, 0, 2**63 - 1)
 REPEAT = Bounded(int, 1, 1_000)
 RETRIEVALS = Bounded(int, 1, 1_000)
+PAGE_SIZE = Bounded(int, 0, MAX_PAGE_SIZE)
 USERS = Bounded(int, 1, 1_000)
 TAIL_SECONDS = Bounded(float, 0, 3_600)
 #: Below 10 ms the monitor thread would spend the CPU it is there to measure.
@@ -207,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retrievals", type=RETRIEVALS, default=DEFAULT_RETRIEVALS,
                      help=f"timed retrievals of the parent in all, {RETRIEVALS.range}: 'GET parent first' "
                      f"is the first, 'GET parent steady' the median of the ones after it (default: {DEFAULT_RETRIEVALS})")
+    run.add_argument("--page-size", type=PAGE_SIZE, default=DEFAULT_PAGE_SIZE, metavar="N",
+                     help=f"after the retrievals, walk the parent once in pages of N children, {PAGE_SIZE.range}, "
+                     "as a client that pages asks (LDP Paging 1.0: Prefer: return=representation; "
+                     "max-member-count=\"N\"), with the client driver: 'first page' is the request and the "
+                     "first page it is sent to, 'paged walk' the requests of every page; a system that answers "
+                     f"with the whole parent is shown as 'not paged'; 0: no walk (default: {DEFAULT_PAGE_SIZE})")
     run.add_argument("--cold", action="store_true",
                      help="drop the OS page cache before each parent retrieval (needs root; otherwise "
                      "the retrievals stay warm and the results say so)")
@@ -327,6 +335,7 @@ def cmd_run(args) -> int:
         reference=args.reference,
         out=out,
         retrievals=args.retrievals,
+        page_size=args.page_size,
         tail_seconds=args.tail_seconds,
         interval=args.interval,
         keep_data=args.keep_data,

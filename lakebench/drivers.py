@@ -25,13 +25,15 @@ from lakebench.pagecache import drop_page_cache
 from lakebench.prefetch import ChildFeed
 from lakebench.runspec import RunSpec
 from lakebench.results import stats
-from lakebench.systems.base import HttpSystem, Retrieval
+from lakebench.systems.base import HttpSystem, Retrieval, SystemFailure
 from lakebench.dataset import DataSet
 from lakebench.workloads.base import NotApplicable, Outcome, count_containment
 
 #: The worker tells the parent how many children exist every this many, so
 #: each monitor sample knows how far the ingest was (disk against children).
 PROGRESS_EVERY = 50
+#: The operation kind of each page's request when the parent is walked in pages.
+PAGE_KIND = "get parent page"
 
 
 def parent_times(times: list[float]) -> dict:
@@ -215,9 +217,45 @@ class ClientDriver:
         return record
 
     def read_parent(self, system) -> None:
-        """Retrieve the parent ``retrievals`` times, filed as ``"get parent"``."""
+        """Retrieve the parent ``retrievals`` times, filed as ``"get parent"``; then, with a
+        ``page_size``, walk it once in pages if the system pages (:meth:`walk_pages`)."""
         self.phase("retrieve")
         self.outcome.retrieval, _ = self._retrievals(system, "get parent")
+        if self.spec.page_size and system.supports("first_page"):
+            self.walk_pages(system, self.spec.page_size)
+
+    def walk_pages(self, system, size: int) -> None:
+        """The parent read once in pages of ``size`` children (LDP Paging 1.0), from the first page
+        to the last, each page's request timed and filed as ``"get parent page"``; the walk's
+        figures go to the record's ``parent.paged``.  The containment triples are counted on
+        every page (outside the clock), so a walk that loses or repeats children shows.  A system
+        that answers with the whole parent does not page: its answer is recorded as such, and
+        is no page's time."""
+        before = len(self.outcome.times.get(PAGE_KIND, ()))
+        page = self.time(PAGE_KIND, system.first_page, size)
+        with self.harness():
+            contained = count_containment(page.retrieval)
+        if not page.paged:
+            (seconds,) = self.outcome.times[PAGE_KIND][before:]
+            del self.outcome.times[PAGE_KIND][before:]
+            self.outcome.paged = {"page_size": size, "paged": False, "pages": 1, "containment_triples": contained,
+                                  "first_seconds": round(seconds, 6), "walk_seconds": round(seconds, 6)}
+            return
+        # No parent holds more children than operations were made: more pages than that is a loop.
+        most = sum(map(len, self.outcome.times.values())) // size + 2
+        seen, pages = set(), 1
+        while page.next_url is not None:
+            if page.next_url in seen or pages >= most:
+                raise SystemFailure(f"{self.spec.system}: the parent's next links loop ({page.next_url} after "
+                                    f"{pages:,} pages of {size:,})")
+            seen.add(page.next_url)
+            page = self.time(PAGE_KIND, system.next_page, page.next_url)
+            pages += 1
+            with self.harness():
+                contained += count_containment(page.retrieval)
+        seconds = self.outcome.times[PAGE_KIND][before:]
+        self.outcome.paged = {"page_size": size, "paged": True, "pages": pages, "containment_triples": contained,
+                              "first_seconds": round(seconds[0], 6), "walk_seconds": round(sum(seconds), 6)}
 
 
 class LocustDriver:

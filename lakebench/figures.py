@@ -194,6 +194,13 @@ PARENT_FIRST = Term("GET parent first", "parent.first_seconds",
                     "the first of the N retrievals of the parent, right after the writes")
 PARENT_STEADY = Term("GET parent steady", "parent.seconds",
                      "the median of the N - 1 retrievals that follow the first (the first itself when N = 1)")
+PAGE_FIRST = Term("first page", "parent.paged.first_seconds",
+                  "the parent asked for as a client that pages asks (LDP Paging 1.0, --page-size N): the "
+                  "request and the first page of N children it is sent to; 'not paged' where the system "
+                  "answers with the whole parent")
+PAGED_WALK = Term("paged walk", "parent.paged.walk_seconds",
+                  "the requests of every page of the parent, the first to the last, in one walk after the "
+                  "retrievals")
 THROUGHPUT = Term("throughput", "load.throughput_per_s",
                   "a load test's operations completed (answered or refused) over its wall time, from the first "
                   "one's start to the last one's end, all users together (flat: the ingest; mixed: its tasks)")
@@ -223,7 +230,8 @@ TRIPLES = Term("triples", "triples_total", "the triples the system holds at the 
 
 #: Every figure shown in more than one place, in the order docs/results.rst lists them.
 VOCABULARY = (RUNNING_TIME, TIME_PER_CHILD, TIME_PER_CHILD_MEDIAN, TIME_PER_CHILD_P95, TIME_PER_CHILD_P999,
-              TIME_PER_CHILD_MAX, GROWTH, RETRIEVALS, PARENT_FIRST, PARENT_STEADY, CONTAINS, THROUGHPUT, LATENCY_P95,
+              TIME_PER_CHILD_MAX, GROWTH, RETRIEVALS, PARENT_FIRST, PARENT_STEADY, PAGE_FIRST, PAGED_WALK, CONTAINS,
+              THROUGHPUT, LATENCY_P95,
               GENERATOR_CPU, KNEE, ONE_OVER_MEAN, PEAK_RSS, PEAK_PRIVATE, DATABASE_SIZE, TRIPLES)
 
 

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from lakebench import drivers, environment, figures, prefetch, results, systems, table, workloads
 from lakebench.monitor import Monitor, directory_bytes, tree_cpu_seconds
-from lakebench.runspec import DEFAULT_RETRIEVALS, RunSpec
+from lakebench.runspec import DEFAULT_PAGE_SIZE, DEFAULT_RETRIEVALS, RunSpec
 from lakebench.systems.base import NO_ACCESS, PASSWORD_VARIABLE, USER_VARIABLE, WORKER_VARIABLE, HttpAccess, HttpSystem
 from lakebench.dataset import DataSet
 from lakebench.workloads.base import count_containment
@@ -69,6 +69,7 @@ class RunConfig:
     reference: str | None = None
     out: Path = Path("results")
     retrievals: int = DEFAULT_RETRIEVALS
+    page_size: int = DEFAULT_PAGE_SIZE  # children a page of the parent's walk; 0: no walk
     tail_seconds: float = 3.0
     interval: float = 0.5
     keep_data: bool = False
@@ -261,6 +262,7 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
                 "bytes": len(outcome.retrieval.body),
                 "cache": outcome.cache,
                 **({"variants_seconds": outcome.variants} if outcome.variants else {}),
+                **({"paged": outcome.paged} if outcome.paged else {}),
             },
             "operations": results.operations_summary(outcome.times, outcome.errors),
             "checkpoints": outcome.checkpoints,
@@ -329,6 +331,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         workload=config.workload,
         params=dict(c.params),
         retrievals=config.retrievals,
+        page_size=config.page_size,
         tail_seconds=config.tail_seconds,
         progress=config.progress,
         cold=config.cold,
@@ -650,6 +653,7 @@ def run(config: RunConfig, log=print) -> dict:
         "settings": {
             "repeat": config.repeat,
             "retrievals": config.retrievals,
+            "page_size": config.page_size,
             "tail_seconds": config.tail_seconds,
             "sample_interval_seconds": config.interval,
             "cache": "cold" if config.cold else "warm",

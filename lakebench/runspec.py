@@ -22,6 +22,8 @@ from lakebench.dataset import DataSet
 
 #: Retrievals of the parent after the ingest: the first, then the steady ones.
 DEFAULT_RETRIEVALS = 3
+#: Children a page holds when the parent is walked in pages (LDP Paging 1.0) after them.
+DEFAULT_PAGE_SIZE = 1000
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class RunSpec:
     driver: str = "client"   # "client" (one request at a time) or "locust"
     users: int = 1           # Locust users
     retrievals: int = DEFAULT_RETRIEVALS
+    page_size: int = DEFAULT_PAGE_SIZE   # children a page of the parent's walk; 0: no walk
     cold: bool = False       # drop the OS page cache before each retrieval
     tail_seconds: float = 0.0   # the monitor keeps sampling this long after the workload
     progress: bool = False   # a progress bar on stderr

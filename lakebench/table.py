@@ -43,9 +43,20 @@ def _vs(path: str) -> Callable[[dict], str]:
 
 
 def _parent_columns(rank: int) -> list[Column]:
-    """GET parent first and steady: steady (the headline parent figure) at ``rank``, first after it."""
+    """GET parent first and steady: steady (the headline parent figure) at ``rank``, first after it;
+    the paged walk's two figures after those."""
     return [Column(figures.PARENT_FIRST.name, lambda e: figures.duration(e["parent"].get("first_seconds")), rank + 1),
-            Column(figures.PARENT_STEADY.name, lambda e: figures.duration(e["parent"]["seconds"]), rank)]
+            Column(figures.PARENT_STEADY.name, lambda e: figures.duration(e["parent"]["seconds"]), rank),
+            Column(figures.PAGE_FIRST.name, lambda e: _paged(e, "first_seconds"), rank + 3),
+            Column(figures.PAGED_WALK.name, lambda e: _paged(e, "walk_seconds"), rank + 3)]
+
+
+def _paged(entry: dict, key: str) -> str:
+    """A figure of the paged walk: '–' without one, 'not paged' where the system sent the whole parent."""
+    paged = entry["parent"].get("paged")
+    if not paged:
+        return "–"
+    return figures.duration(paged[key]) if paged["paged"] else "not paged"
 
 
 def flat_columns(document: dict) -> list[Column]:

@@ -133,6 +133,31 @@ def test_the_parent_is_read_n_times_and_every_place_says_so(flat):
     assert set(column(parent, RETRIEVALS).values()) == {str(N)}
 
 
+def test_the_paged_walk_has_one_name_and_one_value(flat_dir, tmp_path):
+    """The walk's figures (here put into the results of two in-process systems, which have
+    no pages) as the terminal and the report show them: the same values, or 'not paged'."""
+    import shutil
+
+    out = tmp_path / "walked"
+    shutil.copytree(flat_dir, out)
+    document = json.loads((out / "results.json").read_text("utf-8"))
+    walked, whole = ok(document)
+    walked["parent"]["paged"] = {"page_size": 100, "paged": True, "pages": 3, "containment_triples": 300,
+                                 "first_seconds": 0.0123, "walk_seconds": 0.0456}
+    whole["parent"]["paged"] = {"page_size": 100, "paged": False, "pages": 1, "containment_triples": 300,
+                                "first_seconds": 0.2, "walk_seconds": 0.2}
+    (out / "results.json").write_text(json.dumps(document), "utf-8")
+    page = report.build_report(out, tmp_path / "page", image_format="svg").read_text("utf-8")
+    rows, _ = terminal(document)
+    (parent,) = [rows for title, rows in list_tables(page) if title == "Parent retrieval"]
+    for term, key in ((figures.PAGE_FIRST, "first_seconds"), (figures.PAGED_WALK, "walk_seconds")):
+        value = figures.duration(walked["parent"]["paged"][key])
+        assert column(rows, term.name)[walked["name"]] == value == column(parent, term.name)[walked["name"]]
+    assert column(rows, figures.PAGE_FIRST.name)[whole["name"]] == "not paged"
+    assert column(parent, figures.PAGE_FIRST.name)[whole["name"]] == "not paged"
+    assert column(parent, "pages")[walked["name"]] == "3 of 100 (300 children)"
+
+
 def test_first_and_steady_have_one_name_and_one_value(flat):
     document, page = flat
     rows, _ = terminal(document)

@@ -49,6 +49,12 @@ from lakebench._termgc cimport drop_unused_terms, terms_generation
 
 import os
 
+#: A map written in place (``writemap``) grows by half of what is used, and by at least
+#: this much, or doubles while it is smaller: its file is allocated to its size.  Each
+#: growth maps the file again (munmap and mmap), which costs up to half a second at tens
+#: of GB: fewer, larger steps.
+WRITEMAP_STEP = 256 << 20
+
 # Made by the modules that own them; Python reads them here.
 from lakebench._codec import (FORMAT_VERSION, DB_NAMES, ID_LITERAL_BIT, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
                               KIND_LANG_LITERAL, KIND_TYPED_LITERAL, hash_term)
@@ -72,6 +78,18 @@ cdef class Environment:
     OS but not fsynced, so a power loss can lose the last commits (never
     corrupt the store), while a process crash loses nothing committed.
 
+    ``writemap``: pages are written in place through the map (MDB_WRITEMAP):
+    a commit has no pages to copy out, and the batch's dirty pages are the
+    file's, not private memory.  The file is allocated up to the map's size
+    (``posix_fallocate``) before the map is opened or grown, so every page
+    written through it has its block: a full disk is ENOSPC when the map
+    grows, not a SIGBUS at a write (on file systems that overwrite a block
+    in place: ext4, XFS, tmpfs; a copy-on-write one, btrfs or ZFS, needs new
+    blocks even then); the map grows by half of what is used (at least
+    WRITEMAP_STEP), and :meth:`close` gives back the blocks past the last
+    page used.  For the one writer of a store without fsync (what a power loss
+    may take, LMDB's MDB_NOSYNC contract, is the same with it).
+
     ``defer_filing``: this process is the store's only writer and uses the
     environment from one thread (the write-ahead log's owner): its writes
     leave new term ids out of ``t2i``, and a sweep files them, a share at
@@ -85,6 +103,7 @@ cdef class Environment:
     cdef readonly object path
     cdef readonly str durability   # "durable" or "nosync" (lakebench.durability)
     cdef readonly bint readonly
+    cdef readonly bint writemap
     cdef public int open_txns
     cdef PyThread_type_lock wlock
     cdef long writer_thread
@@ -134,19 +153,35 @@ cdef class Environment:
             flags |= MDB_RDONLY
         elif writemap:
             flags |= MDB_WRITEMAP
-        rc = mdb_env_create(&self.env)
-        if rc:
-            raise_rc(rc, "mdb_env_create")
-        mdb_env_set_maxdbs(self.env, N_DBS + 2)
-        mdb_env_set_maxreaders(self.env, max_readers)
-        mdb_env_set_mapsize(self.env, map_size)
+        self.writemap = writemap and not readonly
         cdef const char* cpath = bpath
-        with nogil:
-            rc = mdb_env_open(self.env, cpath, flags, 0o644)
-        if rc:
-            mdb_env_close(self.env)
-            self.env = NULL
-            raise_rc(rc, f"cannot open LMDB environment {self.path!r}")
+        while True:
+            rc = mdb_env_create(&self.env)
+            if rc:
+                raise_rc(rc, "mdb_env_create")
+            mdb_env_set_maxdbs(self.env, N_DBS + 2)
+            mdb_env_set_maxreaders(self.env, max_readers)
+            mdb_env_set_mapsize(self.env, map_size)
+            with nogil:
+                rc = mdb_env_open(self.env, cpath, flags, 0o644)
+            if rc:
+                mdb_env_close(self.env)
+                self.env = NULL
+                raise_rc(rc, f"cannot open LMDB environment {self.path!r}")
+            if not self.writemap:
+                break
+            mdb_env_info(self.env, &info)
+            try:  # before the first write through the map
+                self._allocate(info.me_mapsize)
+                break
+            except OSError:
+                # No room for the map's blocks: the file back to its pages, and the
+                # store written with pwrite, whose full disk is an error at a write.
+                self._trim()
+                mdb_env_close(self.env)
+                self.env = NULL
+                flags &= ~MDB_WRITEMAP
+                self.writemap = False
         try:
             while True:
                 try:
@@ -158,6 +193,8 @@ cdef class Environment:
                     if grown == 8:
                         raise
                     mdb_env_info(self.env, &info)
+                    if self.writemap:
+                        self._allocate(info.me_mapsize * 2)
                     rc = mdb_env_set_mapsize(self.env, info.me_mapsize * 2)
                     if rc:
                         raise_rc(rc, "mdb_env_set_mapsize")
@@ -178,6 +215,7 @@ cdef class Environment:
         rc = mdb_txn_begin(self.env, NULL, MDB_RDONLY if self.readonly else 0, &txn)
         if rc == MDB_MAP_RESIZED:   # another process grew the map since this one was mapped
             mdb_env_set_mapsize(self.env, 0)
+            self._allocate_map()
             rc = mdb_txn_begin(self.env, NULL, MDB_RDONLY if self.readonly else 0, &txn)
         if rc:
             raise_rc(rc, "mdb_txn_begin")
@@ -256,10 +294,13 @@ cdef class Environment:
         return 0
 
     def close(self):
-        """Close the environment (every transaction must be finished)."""
+        """Close the environment (every transaction must be finished); a map written
+        in place gives back the blocks of its file past the last page used."""
         if self.env != NULL:
             if self.open_txns:
                 raise StoreError(f"{self.open_txns} transaction(s) still open")
+            if self.writemap:
+                self._trim()
             mdb_env_close(self.env)
             self.env = NULL
         tt_clear(&self.cache)
@@ -293,16 +334,91 @@ cdef class Environment:
             "num_readers": info.me_numreaders,
         }
 
-    def grow(self, size_t min_size=0):
-        """Double the map (at least ``min_size``); no transaction may be open here."""
+    cdef int _fd(self) except -1:
+        cdef int fd
+        cdef int rc = mdb_env_get_fd(self.env, &fd)
+        if rc:
+            raise_rc(rc, "mdb_env_get_fd")
+        return fd
+
+    cdef int _allocate(self, size_t size) except -1:
+        """Give the data file its blocks up to ``size`` bytes (a map written in place); on
+        failure (OSError, ENOSPC on a full disk) the file keeps the size it had."""
+        cdef int fd = self._fd()
+        cdef object before = os.fstat(fd).st_size
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, before)  # what a failed allocation took past the file's end, back
+            except OSError:
+                pass
+            raise OSError(exc.errno, f"cannot allocate {size:,} bytes to {self.path}/data.mdb "
+                                     f"for its map: {exc.strerror}") from None
+        return 0
+
+    cdef int _allocate_map(self) except -1:
+        """A map written in place, resized to what another process made it: its blocks."""
         cdef MDB_envinfo info
+        if self.writemap:
+            mdb_env_info(self.env, &info)
+            self._allocate(info.me_mapsize)
+        return 0
+
+    cdef void _trim(self) noexcept:
+        """The data file cut to the last page of the last commit: past it there is nothing to
+        keep, and a map written in place allocated it (its next open allocates the map again).
+        Only disk: a failure is no matter."""
+        cdef MDB_envinfo info
+        cdef MDB_stat st
+        cdef int fd
+        if mdb_env_get_fd(self.env, &fd) != 0:
+            return
+        mdb_env_info(self.env, &info)
+        mdb_env_stat(self.env, &st)
+        try:
+            os.ftruncate(fd, (info.me_last_pgno + 1) * st.ms_psize)
+        except OSError:
+            pass
+
+    cdef size_t _extra(self, MDB_envinfo* info, size_t used) noexcept:
+        """What a map written in place grows by: half of what is used, at least
+        WRITEMAP_STEP, or the map itself while it is smaller than that."""
+        return max(used // 2, min(<size_t>WRITEMAP_STEP, info.me_mapsize))
+
+    def grow_due(self):
+        """Whether the map should grow ahead of need: three quarters used, or, written in
+        place, less than a quarter of what it would grow by left (its file is allocated to it)."""
+        cdef MDB_envinfo info
+        cdef MDB_stat st
+        cdef size_t used
+        self._live()
+        mdb_env_info(self.env, &info)
+        mdb_env_stat(self.env, &st)
+        used = (info.me_last_pgno + 1) * st.ms_psize
+        if self.writemap:
+            return info.me_mapsize - min(used, info.me_mapsize) < self._extra(&info, used) // 4
+        return used * 4 > info.me_mapsize * 3
+
+    def grow(self, size_t min_size=0):
+        """Grow the map (at least to ``min_size``): double it, or, written in place, by
+        half of what is used (at least WRITEMAP_STEP), its file allocated first (OSError
+        ENOSPC when the disk has not the room, the map as it was).  No transaction may be
+        open here."""
+        cdef MDB_envinfo info
+        cdef MDB_stat st
         cdef size_t size
         cdef int rc
         self._live()
         if self.open_txns:
             raise StoreError(f"cannot grow the map while {self.open_txns} transaction(s) are open")
         mdb_env_info(self.env, &info)
-        size = max(info.me_mapsize * 2, min_size)
+        if self.writemap:
+            mdb_env_stat(self.env, &st)
+            size = max(info.me_mapsize + self._extra(&info, (info.me_last_pgno + 1) * st.ms_psize), min_size)
+            self._allocate(size)
+        else:
+            size = max(info.me_mapsize * 2, min_size)
         rc = mdb_env_set_mapsize(self.env, size)
         if rc:
             raise_rc(rc, "mdb_env_set_mapsize")
@@ -384,6 +500,13 @@ cdef class Txn:
             rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
         if rc == MDB_MAP_RESIZED and env.open_txns == 0:
             mdb_env_set_mapsize(env.env, 0)
+            try:
+                env._allocate_map()
+            except BaseException:
+                if write:
+                    env.writer_thread = -1
+                    PyThread_release_lock(env.wlock)
+                raise
             with nogil:
                 rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
         if rc == 0:
@@ -683,41 +806,53 @@ cdef class Txn:
         finally:
             termbuf_free(&b)
 
-    cdef bint _plan(self, ScanState* st, s, p, o, c) except -1:
-        """Fill st for a pattern; False when a bound term is unknown (empty result)."""
+    cdef bint _plan(self, ScanState* st, s, p, o, c, uint32_t start=0) except -1:
+        """Fill st for a pattern; False when a bound term is unknown (empty result).
+        ``start``: the scan of a subject and predicate (no object) begins at the
+        first object whose id is ``start`` or more (ids in the order they were given)."""
         cdef uint32_t ids[4]
         cdef int i
+        if start and (s is None or p is None or o is not None):
+            raise ValueError("start needs a pattern with a subject and a predicate and no object")
         for i, t in enumerate((s, p, o, c)):
             ids[i] = 0 if t is None else self._id(t)
             if t is not None and ids[i] == 0:
                 return False
         plan_scan(st, ids)
+        st.start = start
         return True
 
-    cdef Scan _scan(self, s, p, o, c, int mode, prefixes, Py_ssize_t chunk_size):
+    cdef Scan _scan(self, s, p, o, c, int mode, prefixes, Py_ssize_t chunk_size, uint32_t start=0):
         cdef ScanState st
         memset(&st, 0, sizeof(ScanState))
-        found = self._plan(&st, s, p, o, c)
+        found = self._plan(&st, s, p, o, c, start)
         return open_scan(self, &self.core, self.env.dbi, &self.generation, self.write, &st, found, mode, prefixes,
                          chunk_size)
 
-    def quads(self, s=None, p=None, o=None, c=None):
-        """Iterate the quads matching a pattern, as 4-tuples of encoded terms."""
-        self._live()
-        return iter_batches(self._scan(s, p, o, c, 0, None, 0))
+    def quads(self, s=None, p=None, o=None, c=None, *, uint32_t start=0):
+        """Iterate the quads matching a pattern, as 4-tuples of encoded terms.
 
-    def quad_ids(self, s=None, p=None, o=None, c=None):
-        """Iterate matching quads as 4-tuples of ids (for tests and tools)."""
+        With a subject and a predicate bound and no object, the objects come in
+        id order; ``start`` skips those whose id is below it, with one seek
+        (a page of a container's children: :meth:`term_id` of the next page's first).
+        """
         self._live()
-        return iter_batches(self._scan(s, p, o, c, 3, None, 0))
+        return iter_batches(self._scan(s, p, o, c, 0, None, 0, start))
 
-    def serialize(self, s=None, p=None, o=None, c=None, format="nt", prefixes=None, Py_ssize_t chunk_size=1 << 16):
+    def quad_ids(self, s=None, p=None, o=None, c=None, *, uint32_t start=0):
+        """Iterate matching quads as 4-tuples of ids (for tests and tools); ``start`` as for :meth:`quads`."""
+        self._live()
+        return iter_batches(self._scan(s, p, o, c, 3, None, 0, start))
+
+    def serialize(self, s=None, p=None, o=None, c=None, format="nt", prefixes=None, Py_ssize_t chunk_size=1 << 16,
+                  *, uint32_t start=0):
         """Stream the triples matching a pattern as N-Triples (``"nt"``) or
         Turtle (``"turtle"``) bytes chunks, straight from the indices.
 
         A triple stored in several graphs is written once.  Turtle groups
         by subject and predicate when the pattern scans an index in subject
-        order (a graph or a subject); ``prefixes`` maps names to namespaces.
+        order (a graph or a subject); ``prefixes`` maps names to namespaces;
+        ``start`` as for :meth:`quads`.
         """
         self._live()
         if format in ("nt", "ntriples", "n-triples"):
@@ -726,7 +861,7 @@ cdef class Txn:
             mode = 2
         else:
             raise ValueError(f"unknown format {format!r}")
-        return self._scan(s, p, o, c, mode, prefixes, chunk_size)
+        return self._scan(s, p, o, c, mode, prefixes, chunk_size, start)
 
     def count(self, s=None, p=None, o=None, c=None):
         """Number of quads matching the pattern."""

@@ -71,6 +71,11 @@ cdef struct ScanState:
     uint32_t pre[3]       # leading value components that must match
     int npre
     uint32_t want[4]      # s, p, o, c filters (0 = any)
+    # The first value of the component after the prefix (a subject and
+    # predicate's scan: the least object id; 0: from the first): the seek
+    # that makes a page of a container's children cost the page, not the
+    # children before it.
+    uint32_t start
     int started
     # A graph's scan (only c bound): its subjects, from cs, each one a scan
     # of spoc filtered by the graph.  NULL for every other scan.
@@ -97,10 +102,12 @@ cdef inline int scan_key_next(ScanState* st, uint32_t* q) noexcept nogil:
                 put_be32(kb, st.key)
                 k.mv_data = kb
                 k.mv_size = ID_SIZE
-                if st.npre:
+                if st.npre or st.start:
                     memset(vb, 0, ENTRY_VALUE_SIZE)
                     for i in range(st.npre):
                         put_be32(vb + 4 * i, st.pre[i])
+                    if st.start and st.npre < 3:
+                        put_be32(vb + 4 * st.npre, st.start)
                     v.mv_data = vb
                     v.mv_size = ENTRY_VALUE_SIZE
                     rc = mdb_cursor_get(st.cur, &k, &v, MDB_GET_BOTH_RANGE)

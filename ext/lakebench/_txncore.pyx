@@ -291,7 +291,7 @@ cdef int scan_count(ScanState* st, size_t* n) noexcept nogil:
     cdef uint32_t q[4]
     cdef int rc
     n[0] = 0
-    if st.key and st.npre == 0 and \
+    if st.key and st.npre == 0 and st.start == 0 and \
             (st.want[0] != 0) + (st.want[1] != 0) + (st.want[2] != 0) + (st.want[3] != 0) == 1:
         # only the key is bound: LMDB counts its values
         put_be32(kb, st.key)

@@ -148,8 +148,10 @@ def sent_held_section(data: ReportData) -> str:
 
 def parent_rows(data: ReportData) -> list[list[str]]:
     variants = any((e.get("parent") or {}).get("variants_seconds") for e in data.ok)
+    walked = any((e.get("parent") or {}).get("paged") for e in data.ok)
     rows = [["system", "durability", terms.PARENT_FIRST.name, terms.PARENT_STEADY.name, terms.RETRIEVALS.name,
-             terms.CONTAINS.name, "size"] + (["Prefer variants"] if variants else [])]
+             terms.CONTAINS.name, "size"] + (["Prefer variants"] if variants else [])
+            + ([terms.PAGE_FIRST.name, terms.PAGED_WALK.name, "pages"] if walked else [])]
     for e in data.ok:
         parent = e.get("parent") or {}
         shown = [] if not variants else [fmt.escape(", ".join(
@@ -159,8 +161,21 @@ def parent_rows(data: ReportData) -> list[list[str]]:
                      fmt.nobreak(fmt.seconds(number(parent.get("seconds")))),
                      fmt.count(len(parent["all_seconds"]) if parent.get("all_seconds") else None),
                      fmt.count(parent.get("containment_triples")),
-                     fmt.nobreak(fmt.size(number(parent.get("bytes"))))] + shown)
+                     fmt.nobreak(fmt.size(number(parent.get("bytes"))))] + shown
+                    + (_walk_cells(parent.get("paged")) if walked else []))
     return rows
+
+
+def _walk_cells(paged: dict | None) -> list[str]:
+    """first page, paged walk and the pages (with the children they held) of a run's paged walk."""
+    if not paged:
+        return [fmt.DASH] * 3
+    if not paged.get("paged"):
+        return ["not paged", fmt.DASH, fmt.DASH]
+    return [fmt.nobreak(fmt.seconds(number(paged.get("first_seconds")))),
+            fmt.nobreak(fmt.seconds(number(paged.get("walk_seconds")))),
+            fmt.escape(f"{fmt.count(paged.get('pages'))} of {fmt.count(paged.get('page_size'))} "
+                       f"({fmt.count(paged.get('containment_triples'))} children)")]
 
 
 def parent_section(data: ReportData) -> str:
@@ -175,7 +190,9 @@ def parent_section(data: ReportData) -> str:
         f"{terms.parent_note(n, _strong)} **{terms.CONTAINS.name}**: "
         "its containment triples, **size**: the bytes of the representation; with Locust, **Prefer "
         "variants**: the parent read once in each ``Prefer`` variant right after the ingest (full, "
-        "containment omitted, minimal container).\n",
+        "containment omitted, minimal container); with ``--page-size``, the parent walked once in pages "
+        f"(LDP Paging 1.0): **{terms.PAGE_FIRST.name}** {terms.PAGE_FIRST.means}; **{terms.PAGED_WALK.name}** "
+        f"{terms.PAGED_WALK.means}.\n",
         fmt.list_table(rows, "Parent retrieval")])
 
 

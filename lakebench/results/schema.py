@@ -70,6 +70,14 @@ _PARENT = {
     "bytes": Field("number"),
     "cache": Field("str"),
     "variants_seconds": Field({"*": Field("number")}),
+    "paged": Field({   # the parent walked in pages (LDP Paging 1.0; --page-size)
+        "page_size": Field("int", need=ALWAYS),
+        "paged": Field("bool", need=ALWAYS),   # False: the system answered with the whole parent
+        "pages": Field("int", need=ALWAYS),
+        "containment_triples": Field("int", need=ALWAYS),   # on all the pages together
+        "first_seconds": Field("number", need=ALWAYS),  # the 303 and the first page
+        "walk_seconds": Field("number", need=ALWAYS),        # every page's request, the first included
+    }),
 }
 
 #: The parent and the disk measured during the ingest, at one size (``--checkpoints``).
@@ -230,6 +238,7 @@ FIELDS = {
     "settings": Field({
         "repeat": Field("int"),
         "retrievals": Field("int"),
+        "page_size": Field("int"),
         "tail_seconds": Field("number"),
         "sample_interval_seconds": Field("number"),
         "cache": Field("str"),

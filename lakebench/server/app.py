@@ -10,7 +10,7 @@ import io
 import logging
 import re
 import uuid
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from lakebench.server import constraints, responses
 from lakebench.server.binaries import (
@@ -22,6 +22,7 @@ from lakebench.server.binaries import (
 )
 from lakebench.server.errors import RepositoryError, read_body
 from lakebench.server.headers import (
+    MAX_PAGE_SIZE,
     NOT_A_CONTAINER,
     SERIALIZERS,
     byte_range,
@@ -30,6 +31,7 @@ from lakebench.server.headers import (
     negotiate,
     prefer,
     requested_model,
+    whole_number,
 )
 from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
 from lakebench.server.rdfbody import PARSERS, one_line
@@ -37,6 +39,7 @@ from lakebench.server.responses import (
     CONSTRAINTS_ALLOW,
     CONTAINER_ALLOW,
     DESCRIPTION_ALLOW,
+    PAGE_ALLOW,
     ROOT_ALLOW,
     TOMBSTONE_ALLOW,
 )
@@ -68,6 +71,9 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 _SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
 #: The media type that asks for external content (RFC 2017), which this server has not.
 EXTERNAL_BODY = "message/external-body"
+#: The query parameters of a page's URL: ``<container>?page=START&size=N``.
+PAGE_PARAMS = ("page", "size")
+_MAX_PAGE_START = (1 << 32) - 1
 
 
 class LdpApplication:
@@ -152,6 +158,11 @@ class LdpApplication:
     def handle(self, environ):
         method = environ["REQUEST_METHOD"]
         uri, special = environ["lakebench.target"] = self._target(environ)
+        page = _page_query(environ.get("QUERY_STRING", ""))
+        if page is not None:
+            if special is not None:
+                raise RepositoryError(400, "only a container's URL takes page and size")
+            return self.get_page(environ, method, uri, *page)
         if special == CONSTRAINTS_SEGMENT:
             return self.constraints(method)
         if special == TOMBSTONE_SEGMENT:
@@ -218,6 +229,10 @@ class LdpApplication:
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = negotiate(accept)
         preferences = self.repository.affordable(uri, prefer(environ.get("HTTP_PREFER", "")))
+        if preferences.page_size is not None and self.repository.paged(uri, preferences.page_size):
+            # LDP Paging 1.0: a client that pages is sent to the first page of a
+            # container of more children than it wants a page to hold.
+            return 303, [("Location", page_url(uri, 0, preferences.page_size)), ("Vary", "Prefer")], b""
         found = self.repository.representation(uri, media_type or SERIALIZERS[0], prefer=preferences)
         if found is None:
             for _ in range(2):
@@ -249,6 +264,31 @@ class LdpApplication:
         if applied:
             headers.append(("Preference-Applied", applied))
         return 200, headers, chunks
+
+    def get_page(self, environ, method, uri, start: int, size: int):
+        """``<container>?page=START&size=N``: one page of its children (LDP Paging 1.0), read only."""
+        if method not in ("GET", "HEAD", "OPTIONS"):
+            raise RepositoryError(405, f"a page is read only: {method} it at <{uri}>", allow=PAGE_ALLOW)
+        if method == "OPTIONS":
+            info = self.repository.info(uri)
+            if info is None:
+                raise self._missing(uri)
+            if not info.container:
+                raise RepositoryError(404, f"<{uri}> is not a container: it has no pages")
+            return 204, [("Allow", PAGE_ALLOW)], b""
+        accept = environ.get("HTTP_ACCEPT", "")
+        media_type = negotiate(accept)
+        if media_type is None:
+            raise RepositoryError(406, f"cannot answer with {accept!r}; available: {', '.join(SERIALIZERS)}")
+        found = self.repository.page(uri, media_type, start, size)
+        if found is None:
+            if self.repository.info(uri) is None:
+                raise self._missing(uri)
+            raise RepositoryError(404, f"<{uri}> is not a container: it has no pages")
+        info, chunks, next_start = found
+        headers = responses.page_headers(info, page_url(uri, 0, size),
+                                         None if next_start is None else page_url(uri, next_start, size))
+        return 200, headers + [("Content-Type", responses.content_type(media_type)), ("Vary", "Accept")], chunks
 
     def get_binary(self, environ, binary):
         headers = responses.resource_headers(ResourceInfo(binary.uri, BINARY, binary.etag, binary.last_modified),
@@ -543,3 +583,29 @@ def _check_not_external(environ) -> None:
 def _check_name(segment: str) -> None:
     if segment.startswith(RESERVED_PREFIX):
         raise RepositoryError(409, f"path segments starting with {RESERVED_PREFIX!r} are reserved by the server")
+
+
+def page_url(uri: str, start: int, size: int) -> str:
+    """The URL of the page of ``uri``'s children from id ``start`` on, ``size`` of them at most."""
+    return f"{uri}?page={start}&size={size}"
+
+
+def _page_query(query: str) -> tuple[int, int] | None:
+    """(start, size) of a page's URL query (``page=START&size=N``), None when it names
+    no page (other parameters are ignored, as before); 400 for a page named wrong."""
+    if "page=" not in query and "size=" not in query:
+        return None
+    try:
+        params = dict(parse_qsl(query, keep_blank_values=True, max_num_fields=16))
+    except ValueError:  # more fields than that
+        raise RepositoryError(400, "the URL's query has too many parameters to name a page "
+                                   "(<container>?page=START&size=N)") from None
+    if not any(name in params for name in PAGE_PARAMS):
+        return None
+    start, size = params.get("page", ""), params.get("size", "")
+    if not (whole_number(start) and whole_number(size)) or len(start) > 10 or len(size) > 10:
+        raise RepositoryError(400, "a page's URL is <container>?page=START&size=N, both whole numbers")
+    if int(start) > _MAX_PAGE_START or not 1 <= int(size) <= MAX_PAGE_SIZE:
+        raise RepositoryError(400, f"a page starts at 0 to {_MAX_PAGE_START} and holds 1 to "
+                                   f"{MAX_PAGE_SIZE:,} children")
+    return int(start), int(size)

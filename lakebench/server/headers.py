@@ -31,6 +31,13 @@ SERIALIZERS = ("text/turtle", "application/n-triples", "application/ld+json")
 #: honoured by having nothing to add or leave out.
 PREFER_KNOWN = frozenset((PREFER_CONTAINMENT, PREFER_MEMBERSHIP, PREFER_MINIMAL, PREFER_EMPTY,
                           PREFER_INBOUND, PREFER_CONTAINED))
+#: The page size hints of LDP Paging 1.0 (parameters of ``return=representation``)
+#: that are honoured: a page holds at most that many children, each one containment
+#: triple (the container's own few triples come on the first page besides).
+PAGE_SIZE_HINTS = ("max-member-count", "max-triple-count")
+#: The most children a page holds; a larger hint is held to it (a page is listed in
+#: memory, from one read transaction, before it is sent).
+MAX_PAGE_SIZE = 100_000
 
 #: The interaction model each LDP type asks for in ``Link: <type>; rel="type"``.
 _MODELS = {
@@ -105,6 +112,9 @@ class Preferences:
     ``contained``: the triples of its children (PreferContainedDescriptions).
     ``applied`` is the ``Preference-Applied`` value, or None: it is only sent
     for a preference that was honoured in full (RFC 7240 section 3).
+    ``page_size``: the client pages (LDP Paging 1.0), at most this many
+    children a page (the least of its ``max-member-count`` and
+    ``max-triple-count`` hints); None: it does not.
     """
 
     minimal: bool = True
@@ -112,6 +122,7 @@ class Preferences:
     inbound: bool = False
     contained: bool = False
     applied: str | None = None
+    page_size: int | None = None
 
 
 #: One preference of a Prefer header (RFC 7240: ``token [= word]``); a quoted value may
@@ -125,7 +136,15 @@ def prefer(header: str) -> Preferences:
     """The :class:`Preferences` of a Prefer header.
 
     >>> prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferContainment"')
-    Preferences(minimal=True, containment=False, inbound=False, contained=False, applied='return=representation')
+    Preferences(minimal=True, containment=False, inbound=False, contained=False, applied='return=representation', page_size=None)
+    >>> prefer('return=representation; max-member-count="500"; max-triple-count="800"').page_size
+    500
+    >>> prefer('return=representation; max-member-count="0"; max-kbyte-count="9"').page_size is None
+    True
+    >>> prefer('return=representation; max-member-count="²"').page_size is None
+    True
+    >>> prefer('return=representation; max-triple-count="12345678901234567890"').page_size
+    100000
     >>> prefer('return=representation; include="http://www.w3.org/ns/ldp#PreferMinimalContainer"').containment
     False
     >>> prefer('return=representation; omit="http://www.w3.org/ns/ldp#PreferMinimalContainer"').minimal
@@ -133,7 +152,7 @@ def prefer(header: str) -> Preferences:
     >>> prefer('return=representation; include="http://example.org/unknown"').applied is None
     True
     >>> prefer("return=minimal")
-    Preferences(minimal=True, containment=False, inbound=False, contained=False, applied='return=minimal')
+    Preferences(minimal=True, containment=False, inbound=False, contained=False, applied='return=minimal', page_size=None)
     >>> prefer("") == Preferences()
     True
     """
@@ -147,10 +166,16 @@ def prefer(header: str) -> Preferences:
         return Preferences()
     include: set[str] = set()
     omit: set[str] = set()
+    sizes = []
     for name, text in params:
         name = name.lower()
         if name in ("include", "omit"):
             (include if name == "include" else omit).update(text.split())
+        elif name in PAGE_SIZE_HINTS and whole_number(text) and text.strip("0"):
+            # Held to MAX_PAGE_SIZE (read no further than needed); a zero, or a unit
+            # not known (max-kbyte-count), is ignored (LDP Paging: MAY).
+            digits = text.lstrip("0")
+            sizes.append(min(int(digits), MAX_PAGE_SIZE) if len(digits) <= 7 else MAX_PAGE_SIZE)
     minimal_asked = bool(include & {PREFER_MINIMAL, PREFER_EMPTY})
     return Preferences(
         minimal=not omit & {PREFER_MINIMAL, PREFER_EMPTY},
@@ -159,6 +184,7 @@ def prefer(header: str) -> Preferences:
         inbound=PREFER_INBOUND in include and PREFER_INBOUND not in omit,
         contained=PREFER_CONTAINED in include and PREFER_CONTAINED not in omit,
         applied="return=representation" if (include | omit) <= PREFER_KNOWN else None,
+        page_size=min(sizes) if sizes else None,
     )
 
 
@@ -240,13 +266,22 @@ def link_types(header: str) -> list[str]:
     >>> link_types('<http://a>; rel="type", <http://b>; rel="describedby", <http://c>;rel=type')
     ['http://a', 'http://c']
     """
-    types = []
+    return link_targets(header, "type")
+
+
+def link_targets(header: str, relation: str) -> list[str]:
+    """The targets of the links of a Link header whose ``rel`` names ``relation``.
+
+    >>> link_targets('<p?page=0>; rel="first", <p?page=9>; rel="next"', "next")
+    ['p?page=9']
+    """
+    targets = []
     for target, params in _link_values(header or ""):
         for name, value in params:
-            if name.lower() == "rel" and "type" in value.split():
-                types.append(target)
+            if name.lower() == "rel" and relation in value.lower().split():
+                targets.append(target)
                 break
-    return types
+    return targets
 
 
 def _link_values(header: str):
@@ -339,8 +374,8 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     if unit.strip().lower() != "bytes" or "," in spec:
         return None
     first, dash, last = spec.strip().partition("-")
-    if not dash or not (_digits(first) or _digits(last)) or (first and not _digits(first)) or (
-            last and not _digits(last)):
+    if not dash or not (whole_number(first) or whole_number(last)) or (first and not whole_number(first)) or (
+            last and not whole_number(last)):
         return None
     if not first:  # the last N bytes
         n = _position(last)
@@ -356,7 +391,7 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _digits(text: str) -> bool:
+def whole_number(text: str) -> bool:
     """ASCII digits only (``str.isdigit`` takes '²' and other digits ``int`` refuses)."""
     return text.isascii() and text.isdigit()
 

@@ -388,6 +388,65 @@ class Repository:
                 if chunk:
                     yield chunk
 
+    def paged(self, uri: str, size: int) -> bool:
+        """Whether ``uri`` is a container of more than ``size`` children: one that a
+        client asking for pages of ``size`` gets in pages (LDP Paging 1.0)."""
+        with self.store.read() as txn:
+            info = self._info(txn, uri)
+            return (info is not None and info.container
+                    and _more_than(txn.quads(iri(uri), self._contains, None, self._server), size))
+
+    def page(self, uri: str, media_type: str, start: int, size: int,
+             ) -> tuple[ResourceInfo, Iterator[bytes], int | None] | None:
+        """One page of a container (LDP Paging 1.0), or None when ``uri`` is not a container.
+
+        A page holds the containment triples of at most ``size`` children: the
+        children whose ids are ``start`` or more, in id order (the order they were
+        first named in), found with one seek, so that a page costs its own children
+        whatever comes before it.  The first page (``start`` 0) holds the
+        container's own triples too.  Returns (the container's info, the chunks,
+        the ``start`` of the next page or None after the last).  The chunks come
+        from one read transaction (see :meth:`representation`); the pages of one
+        walk may come from different snapshots: a child unchanged through the walk
+        is on exactly one page (ids do not change), one created meanwhile may be
+        missed, and the container's ETag, on every page, says that it changed.
+        """
+        txn = self.store.read()
+        try:
+            info = self._info(txn, uri)
+            if info is None or not info.container:
+                txn.abort()
+                return None
+            info = self._with_date(txn, info)
+            subject = iri(uri)
+            children, next_start = [], None
+            for _, _, child, _ in txn.quads(subject, self._contains, None, self._server, start=start):
+                if len(children) == size:
+                    next_start = txn.term_id(child)
+                    break
+                children.append(child)
+        except BaseException:
+            txn.abort()
+            raise
+        return info, _Stream(txn, self._page_chunks(txn, subject, media_type, start == 0, children)), next_start
+
+    def _page_chunks(self, txn, subject: bytes, media_type: str, first: bool, children: list[bytes],
+                     chunk_size: int = 1 << 16) -> Iterator[bytes]:
+        fmt = "turtle" if media_type == "text/turtle" else "nt"
+        try:
+            own = self._scans(txn, subject, fmt, Preferences(containment=False), chunk_size) if first else iter(())
+            # Each containment triple as an N-Triples line, which is a Turtle statement too.
+            head = render_ntriples_term(subject) + b" " + render_ntriples_term(self._contains) + b" "
+            lines = (head + render_ntriples_term(child) + b" .\n" for child in children)
+            chunks = itertools.chain(own, _joined(lines, chunk_size))
+            if media_type == "application/ld+json":
+                body = b"".join(chunks)
+                yield ox.serialize(ox.parse(body, format=ox.RdfFormat.N_TRIPLES), format=ox.RdfFormat.JSON_LD)
+                return
+            yield from chunks
+        finally:
+            txn.abort()
+
     def _inbound(self, txn, subject: bytes, chunk_size: int) -> Iterator[bytes]:
         """The triples of other resources with ``subject`` as object (Fedora's inbound
         references), as N-Triples lines (which are Turtle statements too): one lookup of
@@ -396,18 +455,15 @@ class Repository:
         skipped = (subject, self._server, self._meta, self._tombstones)
         end = b" " + render_ntriples_term(subject) + b" .\n"
         seen = set()
-        lines, size = [], 0
-        for s, p, _, g in txn.quads(None, None, subject, None):
-            if g in skipped or (s, p) in seen:
-                continue
-            seen.add((s, p))  # the object is the resource: (s, p) is the triple
-            lines.append(render_ntriples_term(s) + b" " + render_ntriples_term(p) + end)
-            size += len(lines[-1])
-            if size >= chunk_size:
-                yield b"".join(lines)
-                lines, size = [], 0
-        if lines:
-            yield b"".join(lines)
+
+        def lines():
+            for s, p, _, g in txn.quads(None, None, subject, None):
+                if g in skipped or (s, p) in seen:
+                    continue
+                seen.add((s, p))  # the object is the resource: (s, p) is the triple
+                yield render_ntriples_term(s) + b" " + render_ntriples_term(p) + end
+
+        return _joined(lines(), chunk_size)
 
     def _ntriples(self, txn, uri: str) -> bytes:
         """The resource's triples and its server-managed ones, as N-Triples (for PATCH)."""
@@ -764,6 +820,19 @@ class _Stream:
     def close(self) -> None:
         self._chunks.close()
         self._txn.abort()
+
+
+def _joined(lines: Iterator[bytes], chunk_size: int) -> Iterator[bytes]:
+    """``lines`` in chunks of about ``chunk_size`` bytes."""
+    held, size = [], 0
+    for line in lines:
+        held.append(line)
+        size += len(line)
+        if size >= chunk_size:
+            yield b"".join(held)
+            held, size = [], 0
+    if held:
+        yield b"".join(held)
 
 
 def _more_than(items: Iterator, bound: int) -> bool:

@@ -8,7 +8,7 @@ from urllib.parse import quote
 from lakebench.server.headers import http_date
 from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
 from lakebench.server.rdfbody import PARSERS
-from lakebench.server.vocabulary import BINARY, CONTAINER, METADATA_SEGMENT, MODEL_TYPES, RDF_SOURCE
+from lakebench.server.vocabulary import BINARY, CONTAINER, LDP_PAGE, METADATA_SEGMENT, MODEL_TYPES, RDF_SOURCE
 
 #: The methods each kind of resource takes (the root can be neither replaced nor deleted).
 CONTAINER_ALLOW = "GET, HEAD, PUT, POST, PATCH, DELETE, OPTIONS"
@@ -18,13 +18,15 @@ BINARY_ALLOW = "GET, HEAD, PUT, DELETE, OPTIONS"
 DESCRIPTION_ALLOW = "GET, HEAD, PUT, PATCH, OPTIONS"
 TOMBSTONE_ALLOW = "DELETE, OPTIONS"
 CONSTRAINTS_ALLOW = "GET, HEAD, OPTIONS"
+#: A container's page (LDP Paging 1.0) is read only.
+PAGE_ALLOW = "GET, HEAD, OPTIONS"
 
 #: What a POST to a container takes: RDF, and anything else as a binary.
 ACCEPT_POST = ", ".join((*PARSERS, "*/*"))
 CHUNK = 1 << 16
 STATUS = {
     200: "200 OK", 201: "201 Created", 204: "204 No Content", 206: "206 Partial Content",
-    304: "304 Not Modified", 400: "400 Bad Request", 404: "404 Not Found",
+    303: "303 See Other", 304: "304 Not Modified", 400: "400 Bad Request", 404: "404 Not Found",
     405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 410: "410 Gone",
     411: "411 Length Required", 412: "412 Precondition Failed", 413: "413 Content Too Large",
     415: "415 Unsupported Media Type", 416: "416 Range Not Satisfiable",
@@ -114,6 +116,18 @@ def description_headers(info, base_url: str, etag: bool = True) -> list[tuple[st
     if etag:
         headers[:0] = validators(info)
     return headers
+
+
+def page_headers(info, first: str, following: str | None) -> list[tuple[str, str]]:
+    """The headers of a page of the container ``info`` (LDP Paging 1.0): its type, the
+    first page and the next (none on the last), and the container as canonical with its
+    ETag, by which a client walking the pages sees that the container changed."""
+    etag = f'"{info.etag}"'.replace("\\", "\\\\").replace('"', '\\"')
+    links = [*type_links(RDF_SOURCE), f'<{LDP_PAGE}>; rel="type"', f'<{info.uri}>; rel="canonical"; etag="{etag}"',
+             f'<{first}>; rel="first"']
+    if following is not None:
+        links.append(f'<{following}>; rel="next"')
+    return [("Link", ", ".join(links)), ("Allow", PAGE_ALLOW)]
 
 
 def validators(info) -> list[tuple[str, str]]:

@@ -11,6 +11,8 @@ EBUCORE = "http://www.ebu.ch/metadata/ontologies/ebucore/ebucore#"
 FEDORA = "http://fedora.info/definitions/v4/repository#"
 
 LDP_CONTAINS = LDP + "contains"
+#: The type a page of a container has (LDP Paging 1.0; said in a Link header).
+LDP_PAGE = LDP + "Page"
 CONSTRAINED_BY = LDP + "constrainedBy"
 
 #: What a ``Prefer: return=representation`` may include or omit (LDP 7.2.2, Fedora 3.2.1).

@@ -16,11 +16,17 @@ the batch, and the next open replays the log into the store.  One process
 owns a store's log at a time; ``log=False`` gives LMDB's plain commit
 per write instead (several processes may then write one store).
 
-``durability="nosync"`` takes the same path without the flushes.  The
-store never writes through LMDB's memory map (MDB_WRITEMAP): on a full disk
-that map is written where the filesystem has no block to give, and the
-process dies of SIGBUS; written with ``pwrite``, the same write fails with
-ENOSPC, which :class:`NoSpaceError` reports.
+``durability="nosync"`` takes the same path without the flushes, and its
+batch writes its pages in place through LMDB's memory map (MDB_WRITEMAP):
+a batch commit then has no pages to copy out (a tenth of the commit's time
+at 100,000 children), and the dirty pages are the file's, not the
+process's private memory.  A map written in place is a SIGBUS on a full
+disk wherever the file has no block, so its file is allocated to the map's
+size before the map opens or grows (:class:`~lakebench._store.Environment`):
+a full disk is ENOSPC when it grows, which :class:`NoSpaceError` reports.
+The durable batch keeps LMDB's ``pwrite`` path: its commits are fsynced,
+and the power-loss harness (tests/store/test_powerloss.py) sees every byte
+it writes, which it would not through a map.
 """
 from __future__ import annotations
 
@@ -129,13 +135,15 @@ class LmdbStore:
     without fsync: a crashed process loses nothing acknowledged, an OS crash
     or power loss may lose the last writes or damage the store (LMDB's
     MDB_NOSYNC contract, and what pyoxigraph does by default).
+    ``writemap``: the batch writes its pages in place through the map (see
+    the module docstring); default (None): with ``nosync`` and the log.
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
                  map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
-                 truncate_damaged_log: bool = False,
+                 truncate_damaged_log: bool = False, writemap: bool | None = None,
                  waiting: Waiting = INLINE):
         self.path = Path(path)
         durability = Durability.parse(durability)
@@ -182,6 +190,8 @@ class LmdbStore:
         self.batch_bytes = batch_bytes
         self.env = None
         log_path = self.path / LOG_FILE
+        if writemap is None:  # the default: in place for the nosync writer that owns the log
+            writemap = log and durability is Durability.NOSYNC
         # Without a log of its own, a writer still recovers one left by a crash.
         recover_only = not log and not readonly and log_path.exists() and log_path.stat().st_size > 0
         try:
@@ -194,7 +204,8 @@ class LmdbStore:
                 self._writers_lock = share_writers_lock(log_path)
             # Only the log's owner, the one writer, leaves term ids unfiled.
             self.env = Environment(self.path, map_size=map_size, durability=durability, readonly=readonly,
-                                   defer_filing=log, filing_lag=filing_lag, filing_max=filing_max)
+                                   writemap=writemap and log, defer_filing=log, filing_lag=filing_lag,
+                                   filing_max=filing_max)
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)
@@ -218,23 +229,28 @@ class LmdbStore:
         _OPEN[self._key] = self
 
     def _release(self) -> None:
-        """Let go of everything open here, committing nothing."""
-        if self._log is not None:
-            if self._sync is not None:
-                self._sync.idle()  # a flush on another thread still uses the file
-            self._log.close()
-            self._log = None
-        if self._writers_lock >= 0:
-            os.close(self._writers_lock)
-            self._writers_lock = -1
-        self._abort_batch()
-        if self._pending is not None:
-            txn, _ = self._pending
-            self._pending = None
-            if txn.active:
-                txn.abort()
-        if self.env is not None:
-            self.env.close()
+        """Let go of everything open here, committing nothing: the environment before
+        the log's lock, so that no other writer opens the store before this one's
+        environment, and what its close does to the file (a map written in place
+        gives back its blocks past the last page), is done."""
+        if self._sync is not None:
+            self._sync.idle()  # a flush on another thread still uses the log
+        try:
+            self._abort_batch()
+            if self._pending is not None:
+                txn, _ = self._pending
+                self._pending = None
+                if txn.active:
+                    txn.abort()
+            if self.env is not None:
+                self.env.close()
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if self._writers_lock >= 0:
+                os.close(self._writers_lock)
+                self._writers_lock = -1
 
     @property
     def durability(self) -> Durability:
@@ -492,8 +508,11 @@ class LmdbStore:
             self._stale = True
             try:
                 self._rebuild(grow=isinstance(exc, MapFullError))
-            except Exception:
-                pass  # still stale: the next read or write tries again
+            except Exception as again:  # still stale: the next read or write tries again
+                if isinstance(exc, MapFullError) and no_space(again):  # the map could not grow for it
+                    raise NoSpaceError(f"{self.path}: the batch could not be committed for lack of disk "
+                                       f"space ({again}); the log keeps its writes, and the next open "
+                                       "with space recovers them") from exc
             raise
         self._count_commit(time.perf_counter() - started, written)
         self._batch_records = 0
@@ -621,8 +640,7 @@ class LmdbStore:
         raise MapFullError(-30792, "the map is still full after growing it")
 
     def _maybe_grow(self) -> None:
-        info = self.env.info()
-        if info["used_bytes"] * 4 > info["map_size"] * 3 and self.env.open_txns == 0:
+        if self.env.open_txns == 0 and self.env.grow_due():
             try:
                 self.env.grow()
             except (OSError, LmdbError) as exc:

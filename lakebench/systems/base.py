@@ -52,6 +52,18 @@ class Retrieval:
 
 
 @dataclass(frozen=True)
+class Page:
+    """One page of the parent (LDP Paging 1.0) as a client received it: its
+    representation, and the URL of the next page (None on the last one).
+    ``paged`` is False when the system answered the paging client with the
+    whole parent instead (it does not page, or the parent fits in one page)."""
+
+    retrieval: Retrieval
+    next_url: str | None
+    paged: bool = True
+
+
+@dataclass(frozen=True)
 class Option:
     """One ``--system-option KEY=VALUE`` a system takes (its ``OPTIONS``).
 
@@ -189,6 +201,15 @@ class System:
         """In the resource at ``path``, replace each ``(predicate IRI, old literal, new literal)``:
         over HTTP one SPARQL Update PATCH, in-process the same change through the store's API."""
         raise NotApplicable(f"{self.name} cannot update a resource")
+
+    def first_page(self, page_size: int) -> Page:
+        """The parent's first page, asked for as a client that pages asks (LDP Paging 1.0:
+        ``Prefer: return=representation; max-member-count="N"``), redirect followed."""
+        raise NotApplicable(f"{self.name} has no pages")
+
+    def next_page(self, url: str) -> Page:
+        """The page at ``url``, a :attr:`Page.next_url` of the one before."""
+        raise NotApplicable(f"{self.name} has no pages")
 
     def query(self, sparql: str) -> list[tuple]:
         """The rows of a SPARQL SELECT over the repository's union of graphs, as tuples of strings."""

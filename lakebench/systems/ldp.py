@@ -19,10 +19,13 @@ answer 401 or 403 fails the run with one line saying which.
 from __future__ import annotations
 
 import ssl
+from urllib.parse import urljoin
 
 import urllib3
 
-from lakebench.systems.base import NO_ACCESS, HttpAccess, HttpSystem, Retrieval, SystemFailure
+from lakebench.server.headers import link_targets, link_types
+from lakebench.server.vocabulary import LDP_PAGE
+from lakebench.systems.base import NO_ACCESS, HttpAccess, HttpSystem, Page, Retrieval, SystemFailure
 from lakebench.dataset import Child, escape_string
 from lakebench.durability import Durability
 from lakebench.work import UNKNOWN, versions_probed
@@ -86,6 +89,30 @@ class LdpSystem(HttpSystem):
             parent_uri=self.parent_url,
             content_type=response.headers.get("Content-Type", TURTLE),
         )
+
+    def first_page(self, page_size: int) -> Page:
+        headers = {"Accept": TURTLE, "Prefer": f'return=representation; max-member-count="{page_size}"'}
+        response = self._request("GET", self.parent_url, headers=headers, redirect=False)
+        expect(response, "GET", self.parent_url, (200, 303))
+        if response.status == 200:  # the whole parent: this server does not page it
+            return self._page(response, self.parent_url)
+        location = response.headers.get("Location")
+        if not location:
+            raise SystemFailure(f"GET {self.parent_url}: HTTP 303 without a Location")
+        return self.next_page(urljoin(self.parent_url, location))
+
+    def next_page(self, url: str) -> Page:
+        response = self._request("GET", url, headers={"Accept": TURTLE}, redirect=False)
+        expect(response, "GET", url, (200,))
+        return self._page(response, url)
+
+    def _page(self, response, url: str) -> Page:
+        links = ", ".join(response.headers.getlist("Link"))
+        paged = LDP_PAGE in link_types(links)
+        following = link_targets(links, "next") if paged else []
+        retrieval = Retrieval(body=response.data, parent_uri=self.parent_url,
+                              content_type=response.headers.get("Content-Type", TURTLE))
+        return Page(retrieval, urljoin(url, following[0]) if following else None, paged)
 
     def create_binary(self, path: str, data: bytes, content_type: str) -> None:
         url = self.base_url + path

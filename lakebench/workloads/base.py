@@ -88,6 +88,7 @@ class Outcome:
     other_parents: list = field(default_factory=list)
     cache: str = "warm"  # what the parent retrievals really were: "cold" or "warm"
     variants: dict | None = None  # Locust: seconds of each Prefer variant of the parent
+    paged: dict | None = None  # the parent walked in pages: the record's ``parent.paged``
     details: dict = field(default_factory=dict)  # the workload's own record fields
 
     def created(self) -> int:

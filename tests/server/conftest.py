@@ -172,8 +172,9 @@ class WsgiResponse:
 
 def call(app, method: str, path: str, body: bytes = b"", headers: dict | None = None) -> WsgiResponse:
     """Call the WSGI application as a server would; the body is left unread."""
+    raw, (path, _, query) = path, path.partition("?")
     environ = {
-        "REQUEST_METHOD": method, "PATH_INFO": path, "RAW_URI": path, "QUERY_STRING": "",
+        "REQUEST_METHOD": method, "PATH_INFO": path, "RAW_URI": raw, "QUERY_STRING": query,
         "SERVER_NAME": "test.example", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
         "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
         "CONTENT_LENGTH": str(len(body)) if body else "",

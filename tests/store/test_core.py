@@ -147,6 +147,36 @@ def test_every_pattern_is_answered(store, small_workload):
             assert store.count(*pattern) == len(expected)
 
 
+def test_a_scan_from_a_start_id_is_the_tail_of_the_whole_scan(store):
+    """quads(s, p, start=id) and serialize(..., start=id) are the objects of id ``start`` and
+    above, in id order: the scan a page of a container's children is read with."""
+    parent, contains, graph = iri("http://ex.org/c"), iri("http://www.w3.org/ns/ldp#contains"), iri(G)
+    # Children named out of their lexical order, and another predicate and subject around them.
+    names = [f"http://ex.org/c/k{(k * 37) % 101:03d}" for k in range(101)]
+    store.add([(parent, contains, iri(n), graph) for n in names]
+              + [(parent, iri("http://ex.org/other"), iri(n), graph) for n in names[:7]]
+              + [(iri("http://ex.org/d"), contains, iri(names[0]), graph)])
+    with store.read() as txn:
+        whole = list(txn.quad_ids(parent, contains, None, graph))
+        assert [q[2] for q in whole] == sorted(q[2] for q in whole)  # in id order ...
+        assert [txn.term(q[2]) for q in whole] == [iri(n) for n in names]  # ... the order they were named in
+        for at in (0, 1, 17, 50, 100):
+            start = whole[at][2]
+            assert list(txn.quad_ids(parent, contains, None, graph, start=start)) == whole[at:]
+            assert list(txn.quads(parent, contains, None, None, start=start)) == \
+                [(parent, contains, iri(n), graph) for n in names[at:]]
+            assert list(txn.quads(parent, contains, None, graph, start=start + 1)) == \
+                [(parent, contains, iri(n), graph) for n in names[at + 1:]]
+            text = b"".join(txn.serialize(parent, contains, None, graph, start=start))
+            assert text.count(b"\n") == 101 - at
+            assert text.startswith(b"<http://ex.org/c> <http://www.w3.org/ns/ldp#contains> <%s> ." % names[at].encode())
+        assert list(txn.quads(parent, contains, None, graph, start=whole[-1][2] + 1)) == []
+        for pattern in ((None, contains, None, None), (parent, None, None, None),
+                        (parent, contains, iri(names[0]), None)):
+            with pytest.raises(ValueError, match="start needs"):
+                txn.quads(*pattern, start=5)
+
+
 def test_graphs_sharing_subjects_are_read_and_emptied_exactly(tmp_path):
     """A graph is read from spoc through cs (its subjects): with subjects in
     several graphs and graphs of several subjects, every pattern matches

@@ -11,7 +11,7 @@ from lakebench.systems.lmdb_http import LmdbHttpNosyncSystem
 def test_lmdb_http_in_the_runner(tmp_path, driver):
     config = RunConfig(systems=["lmdb-http-nosync"], children=40, out=tmp_path, tail_seconds=0.5,
                        interval=0.1, progress=False, driver=driver, users=2 if driver == "locust" else 1,
-                       keep_data=True)
+                       keep_data=True, page_size=15)
     doc = run(config, log=lambda *_: None)
     entry = doc["systems"][0]
     assert entry["status"] == "ok", entry["error"]
@@ -25,8 +25,15 @@ def test_lmdb_http_in_the_runner(tmp_path, driver):
         assert entry["users"] == 2
         # Two users overlap their requests: the running time is the wall time.
         assert entry["ingest_seconds"] == entry["ingest_wall_seconds"]
+        assert "paged" not in entry["parent"]  # Locust's users do not walk pages
     else:
         assert entry["ingest_seconds"] < entry["ingest_wall_seconds"]
+        # The parent walked in pages of 15: 15 + 15 + 10 children, each on one page.
+        paged = entry["parent"]["paged"]
+        assert paged["paged"] and paged["page_size"] == 15
+        assert paged["pages"] == 3 and paged["containment_triples"] == 40
+        assert 0 < paged["first_seconds"] < paged["walk_seconds"]
+        assert entry["operations"]["get parent page"]["count"] == 3
     # The server stopped cleanly and left a consistent store behind.
     from lakebench.store import check
 

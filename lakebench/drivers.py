@@ -236,8 +236,11 @@ class ClientDriver:
         with self.harness():
             contained = count_containment(page.retrieval)
         if not page.paged:
-            (seconds,) = self.outcome.times[PAGE_KIND][before:]
-            del self.outcome.times[PAGE_KIND][before:]
+            times = self.outcome.times[PAGE_KIND]
+            (seconds,) = times[before:]
+            del times[before:]
+            if not times:
+                del self.outcome.times[PAGE_KIND]
             self.outcome.paged = {"page_size": size, "paged": False, "pages": 1, "containment_triples": contained,
                                   "first_seconds": round(seconds, 6), "walk_seconds": round(seconds, 6)}
             return

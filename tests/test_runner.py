@@ -320,3 +320,42 @@ def test_a_case_that_would_not_fit_on_the_disk_is_not_run(tmp_path, monkeypatch)
     assert "(150 B a triple, as measured, and a margin), 10.5 MB free" in by_name["lmdb-nosync"]["skip_reason"]
     assert any(line.startswith("== lmdb-nosync:") and "not enough disk" in line for line in lines)
     assert shutil.disk_usage is runner.shutil.disk_usage  # (the module's own, patched for this test only)
+
+
+class _WholeParentPages(MemorySystem):
+    """Answers the paging client with the whole parent, as a system that does not page does."""
+
+    def first_page(self, page_size):
+        from lakebench.systems.base import Page
+
+        return Page(self.retrieve_parent(), None, paged=False)
+
+
+class _LoopingPages(MemorySystem):
+    """Pages whose next link leads back to the first: a walk that would never end."""
+
+    def first_page(self, page_size):
+        from lakebench.systems.base import Page
+
+        return Page(self.retrieve_parent(), "page-2")
+
+    def next_page(self, url):
+        from lakebench.systems.base import Page
+
+        return Page(self.retrieve_parent(), "page-2" if url == "page-1" else "page-1")
+
+
+def test_a_walk_not_paged_or_looping_is_said_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(systems.SYSTEMS, "whole-parent", "tests.test_runner:_WholeParentPages")
+    monkeypatch.setitem(systems.SYSTEMS, "looping-pages", "tests.test_runner:_LoopingPages")
+    monkeypatch.setenv("PYTHONPATH", str(__import__("pathlib").Path(__file__).parents[1]))
+    config = RunConfig(systems=["whole-parent", "looping-pages", "memory"], children=6, out=tmp_path,
+                       tail_seconds=0, interval=0.1, progress=False, page_size=2)
+    by_name = {e["name"]: e for e in run(config, log=lambda *_: None)["systems"]}
+    whole = by_name["whole-parent"]
+    assert whole["status"] == "ok", whole.get("error")
+    assert whole["parent"]["paged"]["paged"] is False and whole["parent"]["paged"]["containment_triples"] == 6
+    assert "get parent page" not in whole["operations"]  # the whole parent is no page's time
+    assert by_name["looping-pages"]["status"] == "failed"
+    assert "next links loop" in by_name["looping-pages"]["error"]
+    assert "paged" not in by_name["memory"]["parent"]  # no pages in-process: no walk

@@ -512,11 +512,18 @@ class Repository:
         its description share one lastModified.  The new ETag."""
         subject = iri(uri)
         predicate = predicate or self._etag
-        txn.remove(subject, predicate, None, self._meta)
-        txn.remove(subject, self._last_modified, None, self._server)
         etag = self._new_etag()
-        txn.add([(subject, predicate, literal(etag), self._meta),
-                 (subject, self._last_modified, _datetime(now or _now()), self._server)])
+        new = [(subject, predicate, literal(etag), self._meta),
+               (subject, self._last_modified, _datetime(now or _now()), self._server)]
+        old = [*txn.quads(subject, predicate, None, self._meta),
+               *txn.quads(subject, self._last_modified, None, self._server)]
+        # The new ones first, then the old ones, each by its own quad: a graph never
+        # loses the resource on the way, so the store need not look through all of its
+        # quads for another in that graph (a container's are one per child).
+        txn.add(new)
+        for quad in old:
+            if quad not in new:  # the same date again (one clock tick): kept
+                txn.remove(*quad)
         return etag
 
     def _create(self, txn, uri: str, kind: str, parent: str | None) -> str:

@@ -287,3 +287,18 @@ def test_errors_are_plain_text_with_a_message(server):
     assert b"does not exist" in r.body
     r = put(server, "/errmsg", '<> <http://e/p> "x', TTL)
     assert r.status == 400 and b"malformed text/turtle" in r.body and b"line 1" in r.body
+
+
+def test_a_change_within_the_same_millisecond_keeps_one_date_and_one_etag(repository):
+    """Every change replaces the resource's ETag and lastModified (the new ones added before
+    the old ones go); two changes in one millisecond give the same date, which stays once."""
+    from lakebench.server.vocabulary import LAST_MODIFIED
+
+    uri = repository.base_url + "twice"
+    repository.put(uri, b"", "text/turtle")
+    etags = []
+    for _ in range(2):
+        etags.append(repository.store.write(lambda txn: repository._touch(txn, uri, now="2026-01-01T00:00:00.5Z")))
+    assert etags[0] != etags[1] and repository.info(uri).etag == etags[1]
+    dates = [q[2] for q in repository.store.quads(uri, LAST_MODIFIED)]
+    assert len(dates) == 1 and b"2026-01-01T00:00:00.5Z" in dates[0]

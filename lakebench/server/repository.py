@@ -338,14 +338,7 @@ class Repository:
     def _chunks(self, txn, uri, media_type, prefer: Preferences, chunk_size) -> Iterator[bytes]:
         subject = iri(uri)
         try:
-            if media_type == "application/ld+json":
-                # JSON-LD is not streamed: rendered from N-Triples by pyoxigraph.
-                body = b"".join(self._scans(txn, subject, "nt", prefer, chunk_size))
-                yield ox.serialize(ox.parse(body, format=ox.RdfFormat.N_TRIPLES),
-                                   format=ox.RdfFormat.JSON_LD)
-                return
-            fmt = "turtle" if media_type == "text/turtle" else "nt"
-            yield from self._scans(txn, subject, fmt, prefer, chunk_size)
+            yield from _rendered(self._scans(txn, subject, _scan_format(media_type), prefer, chunk_size), media_type)
         finally:
             txn.abort()
 
@@ -432,18 +425,13 @@ class Repository:
 
     def _page_chunks(self, txn, subject: bytes, media_type: str, first: bool, children: list[bytes],
                      chunk_size: int = 1 << 16) -> Iterator[bytes]:
-        fmt = "turtle" if media_type == "text/turtle" else "nt"
         try:
-            own = self._scans(txn, subject, fmt, Preferences(containment=False), chunk_size) if first else iter(())
+            own = (self._scans(txn, subject, _scan_format(media_type), Preferences(containment=False), chunk_size)
+                   if first else iter(()))
             # Each containment triple as an N-Triples line, which is a Turtle statement too.
             head = render_ntriples_term(subject) + b" " + render_ntriples_term(self._contains) + b" "
             lines = (head + render_ntriples_term(child) + b" .\n" for child in children)
-            chunks = itertools.chain(own, _joined(lines, chunk_size))
-            if media_type == "application/ld+json":
-                body = b"".join(chunks)
-                yield ox.serialize(ox.parse(body, format=ox.RdfFormat.N_TRIPLES), format=ox.RdfFormat.JSON_LD)
-                return
-            yield from chunks
+            yield from _rendered(itertools.chain(own, _joined(lines, chunk_size)), media_type)
         finally:
             txn.abort()
 
@@ -827,6 +815,20 @@ class _Stream:
     def close(self) -> None:
         self._chunks.close()
         self._txn.abort()
+
+
+def _scan_format(media_type: str) -> str:
+    """The format the store's scans write for ``media_type``: Turtle, or N-Triples (JSON-LD's too)."""
+    return "turtle" if media_type == "text/turtle" else "nt"
+
+
+def _rendered(chunks: Iterator[bytes], media_type: str) -> Iterator[bytes]:
+    """The scans' chunks as ``media_type``: as they are, but for JSON-LD, which is not
+    streamed: rendered whole from their N-Triples by pyoxigraph."""
+    if media_type != "application/ld+json":
+        return chunks
+    body = b"".join(chunks)
+    return iter([ox.serialize(ox.parse(body, format=ox.RdfFormat.N_TRIPLES), format=ox.RdfFormat.JSON_LD)])
 
 
 def _joined(lines: Iterator[bytes], chunk_size: int) -> Iterator[bytes]:

@@ -43,8 +43,8 @@ def test_each_run_records_it_and_the_report_shows_it(tmp_path):
     document = results.load(out)
     by_name = {e["name"]: e for e in document["systems"]}
     assert by_name["lmdb-nosync"]["work"]["tombstones"] == {"value": "none", "how": "declared"}
-    # lakebench serve shows no Memento links, so its declaration stands
-    assert by_name["lmdb-http-nosync"]["work"]["versions"] == {"value": "none", "how": "declared"}
+    # lakebench serve's resources are versioned (Memento links): probed, on request
+    assert by_name["lmdb-http-nosync"]["work"]["versions"] == {"value": "on request", "how": "probed"}
     assert by_name["lmdb-http-nosync"]["work"]["tombstones"]["value"] == "kept"
     page = report.build_report(out, tmp_path / "report").read_text("utf-8")
     table = page.split(".. list-table:: What a write does", 1)[1].split("\n\n", 2)[1]

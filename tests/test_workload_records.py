@@ -21,7 +21,7 @@ def test_each_workload_field_is_in_the_schema_and_owned_once():
     keys = [key for key, _ in records.values()]
     assert len(keys) == len(set(keys)), records
     assert all(key in ENTRY for key in keys), [k for k in keys if k not in ENTRY]
-    assert set(keys) == {"binaries", "deep", "updates", "reads", "mixed", "queries"}
+    assert set(keys) == {"binaries", "deep", "updates", "reads", "mixed", "queries", "versions"}
     assert workloads.load("flat").RECORD is None  # the seed's figures are every workload's
 
 

@@ -5,7 +5,7 @@ percentiles, operations per second), ``sent`` and ``held`` (what the
 workload sent, what the system holds afterwards) and ``parent`` (the
 container read at the end, first and steady); each workload adds a field of
 its own (``binaries``, ``deep``, ``updates``, ``reads``, ``mixed``,
-``queries``: docs/results.rst).  A page is its sections put together by
+``versions``, ``queries``: docs/results.rst).  A page is its sections put together by
 :func:`assemble`: the seed's (:mod:`~.pages`) from these and its own, the
 other workloads' by :func:`workload_page`.
 """
@@ -28,9 +28,9 @@ from lakebench.results import get_path
 HEADINGS = {"size_bytes": "size", "put_mb_per_s": "PUT MB/s", "get_mb_per_s": "GET MB/s",
             "duration_seconds": "duration", "throughput_per_s": terms.THROUGHPUT.name, "fan_out": "fan-out"}
 #: Fields of those records that count something gone wrong: any above zero is flagged.
-BAD_COUNTS = ("mismatched", "stale", "errors")
+BAD_COUNTS = ("mismatched", "stale", "errors", "listed_short")
 #: (count done or verified, the count it is out of): fewer is flagged, with the whole.
-VERIFIED_OF = (("verified", "sampled"), ("verified", "applied"), ("applied", "requested"),
+VERIFIED_OF = (("verified", "sampled"), ("verified", "applied"), ("applied", "requested"), ("created", "requested"),
                ("leaf_reads_verified", "leaf_reads"), ("ok", "requested"))
 
 

@@ -147,6 +147,10 @@ _FIGURES = {
     # update and read (lakebench.workloads.update, .read): what was asked, done and checked.
     "updates": Field({"requested": Field("int"), "replaced_per_update": Field("int"),
                       **_numbers("applied", "verified", "stale")}),
+    # versions (lakebench.workloads.versions): versions taken, listed, read back and checked.
+    "versions": Field({**{name: Field("int") for name in (
+        "versioned", "per_resource", "changed_per_version", "requested", "created", "listings", "listed_short",
+        "sampled", "verified", "mismatched")}, **_numbers("list_first_ms", "list_last_ms", null=True)}),
     "reads": Field({"requested": Field("int"), "cold_requested": Field("int"), "cold": Field("bool"),
                     **_numbers("ok", "checked", "cold_done", "cold_ok")}),
     "queries": Field({"*": Field({"rows": Field("int", need=ALWAYS), "answer": Field("int", null=True),

@@ -20,6 +20,7 @@ from lakebench.server.binaries import (
     parse_digest,
     wanted_digests,
 )
+from lakebench.server import mementos
 from lakebench.server.errors import RepositoryError, read_body
 from lakebench.server.headers import (
     MAX_PAGE_SIZE,
@@ -59,6 +60,7 @@ from lakebench.server.vocabulary import (
     RDF_SOURCE,
     RESERVED_PREFIX,
     TOMBSTONE_SEGMENT,
+    VERSIONS_SEGMENT,
 )
 
 log = logging.getLogger("lakebench.server")
@@ -169,6 +171,12 @@ class LdpApplication:
             return self.tombstone(method, uri)
         if special == METADATA_SEGMENT:
             return self.description(environ, method, uri)
+        if special == VERSIONS_SEGMENT:
+            return self.timemap(environ, method, uri)
+        if special is not None and special.startswith(VERSIONS_SEGMENT + "/"):
+            return self.memento(environ, method, uri, special[len(VERSIONS_SEGMENT) + 1:])
+        if method in ("GET", "HEAD") and environ.get("HTTP_ACCEPT_DATETIME") and uri != self.repository.base_url:
+            return self.timegate(environ, uri)
         if method in ("GET", "HEAD"):
             return self.get(environ, uri)
         if method == "PUT":
@@ -191,14 +199,18 @@ class LdpApplication:
         raise RepositoryError(405, f"method {method} not allowed", allow=responses.allow(info, self.repository.base_url))
 
     def _target(self, environ) -> tuple[str, str | None]:
-        """(the resource's IRI, the reserved segment addressed under it, if any)."""
+        """(the resource's IRI, the reserved segment addressed under it, if any: a memento's
+        is ``fcr:versions/ID``)."""
         uri = self._uri(environ)
         base = self.repository.base_url
         if uri == base + CONSTRAINTS_SEGMENT:
             return uri, CONSTRAINTS_SEGMENT
         head, _, last = uri.rpartition("/")
-        if last in (METADATA_SEGMENT, TOMBSTONE_SEGMENT):
+        if last in (METADATA_SEGMENT, TOMBSTONE_SEGMENT, VERSIONS_SEGMENT):
             return (base if head + "/" == base else head), last
+        owner, _, segment = head.rpartition("/")
+        if segment == VERSIONS_SEGMENT:  # <uri>/fcr:versions/ID: a memento of <uri>
+            return (base if owner + "/" == base else owner), f"{VERSIONS_SEGMENT}/{last}"
         return uri, None
 
     def _uri(self, environ) -> str:
@@ -260,7 +272,7 @@ class LdpApplication:
         if unchanged:
             chunks.close()
             return 304, headers, b""
-        headers = headers + [("Content-Type", responses.content_type(media_type)), ("Vary", "Accept, Prefer")]
+        headers = responses.vary(headers, "Accept", "Prefer") + [("Content-Type", responses.content_type(media_type))]
         if applied:
             headers.append(("Preference-Applied", applied))
         return 200, headers, chunks
@@ -290,9 +302,13 @@ class LdpApplication:
                                          None if next_start is None else page_url(uri, next_start, size))
         return 200, headers + [("Content-Type", responses.content_type(media_type)), ("Vary", "Accept")], chunks
 
-    def get_binary(self, environ, binary):
-        headers = responses.resource_headers(ResourceInfo(binary.uri, BINARY, binary.etag, binary.last_modified),
-                                             self.repository.base_url)
+    def get_binary(self, environ, binary, headers=None):
+        """The bytes of ``binary``; ``headers``: those of what it is (a binary's own by default)."""
+        if headers is None:
+            headers = responses.resource_headers(
+                ResourceInfo(binary.uri, BINARY, binary.etag, binary.last_modified), self.repository.base_url)
+        else:
+            headers = [*responses.validators(binary), *headers]
         wanted = wanted_digests(environ.get("HTTP_WANT_DIGEST"))  # 400 before anything else
         if _not_modified(environ, binary.etag, binary.last_modified):
             return 304, headers, b""
@@ -369,6 +385,96 @@ class LdpApplication:
         if method == "OPTIONS":
             return 204, [("Allow", TOMBSTONE_ALLOW)], b""
         raise RepositoryError(405, f"a tombstone only takes DELETE", allow=TOMBSTONE_ALLOW)
+
+    # -- versions (Fedora API 4, Memento) --------------------------------
+    def _versioned(self, uri: str) -> list[str]:
+        """The IDs of the mementos of ``uri``; 404 or 410 when it is not a versioned resource."""
+        found = self.repository.mementos(uri)
+        if found is None:
+            if uri == self.repository.base_url:
+                raise RepositoryError(404, "the root container is not versioned")
+            raise self._missing(uri)
+        return found
+
+    def timegate(self, environ, uri):
+        """A GET of a resource with Accept-Datetime (RFC 7089 4.1.1, Fedora API 4.1.1): 302 to
+        its last memento taken at or before that date, 406 when it has none."""
+        when = mementos.accept_datetime(environ["HTTP_ACCEPT_DATETIME"])  # 400 before a lookup
+        chosen = mementos.chosen(self._versioned(uri), when)
+        links = ", ".join(mementos.original_links(uri)[2:] + [f'<{uri}>; rel="original"'])
+        if chosen is None:
+            raise RepositoryError(406, f"<{uri}> has no memento taken at or before "
+                                       f"{environ['HTTP_ACCEPT_DATETIME'].strip()[:60]}",
+                                  headers=[("Vary", "Accept-Datetime"), ("Link", links)])
+        return 302, [("Location", mementos.memento_uri(uri, chosen)), ("Vary", "Accept-Datetime"),
+                     ("Link", links)], b""
+
+    def timemap(self, environ, method, uri):
+        """``<uri>/fcr:versions``: the TimeMap of ``uri`` (an LDPCv, Fedora API 4.3): its mementos
+        in link-format or RDF; POST takes a memento of ``uri`` as it is now."""
+        links = mementos.timemap_links_header(uri, responses.type_links(CONTAINER))
+        if method == "POST":
+            if environ.get("HTTP_MEMENTO_DATETIME"):
+                raise RepositoryError(400, "a memento of a given date (Memento-Datetime) is not taken here: "
+                                           "POST without it takes one of the resource as it is now")
+            if uri == self.repository.base_url:
+                raise RepositoryError(404, "the root container is not versioned")
+            taken = self.repository.create_memento(uri)
+            location = mementos.memento_uri(uri, taken)
+            return 201, [("Location", location), ("Memento-Datetime", mementos.http_datetime(taken)),
+                         ("Link", links), ("Content-Type", "text/plain")], (location + "\n").encode()
+        if method not in ("GET", "HEAD", "OPTIONS"):
+            raise RepositoryError(405, f"a TimeMap takes POST (a new memento), not {method}",
+                                  allow=mementos.TIMEMAP_ALLOW)
+        taken = self._versioned(uri)
+        headers = [("Link", links), ("Allow", mementos.TIMEMAP_ALLOW)]
+        if method == "OPTIONS":
+            return 204, headers, b""
+        accept = environ.get("HTTP_ACCEPT", "")
+        media_type = mementos.timemap_format(accept)
+        if media_type is None:
+            raise RepositoryError(406, f"cannot answer with {accept!r}; available: "
+                                       f"{mementos.LINK_FORMAT}, {', '.join(SERIALIZERS)}")
+        headers.append(("Vary", "Accept"))
+        if media_type == mementos.LINK_FORMAT:
+            return 200, headers + [("Content-Type", mementos.LINK_FORMAT)], mementos.timemap_links(uri, taken)
+        body = b"".join(self.repository.timemap_rdf(uri, taken, media_type))
+        return 200, headers + [("Content-Type", responses.content_type(media_type))], body
+
+    def memento(self, environ, method, uri, memento: str):
+        """``<uri>/fcr:versions/ID``: a memento (LDPRm, Fedora API 4.2): read only, deletable."""
+        if not mementos.is_memento_id(memento):
+            raise RepositoryError(404, f"<{uri}> has no memento {memento!r} (a memento is named "
+                                       "by its date, yyyymmddHHMMSS)")
+        if method not in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            raise RepositoryError(405, f"a memento is immutable: {method} is not allowed",
+                                  allow=mementos.MEMENTO_ALLOW)
+        if method == "DELETE":
+            self.repository.delete_memento(uri, memento)
+            return 204, [], b""
+        media_type = negotiate(environ.get("HTTP_ACCEPT", ""))
+        found = self.repository.memento(uri, memento, media_type or SERIALIZERS[0])
+        if found is None:
+            self._versioned(uri)  # 404 or 410 for the resource first
+            raise RepositoryError(404, f"<{uri}> has no memento {memento}")
+        info, chunks = found
+        headers = [*responses.validators(info), ("Memento-Datetime", mementos.http_datetime(memento)),
+                   ("Link", mementos.memento_links_header(uri, responses.type_links(info.kind))),
+                   ("Allow", mementos.MEMENTO_ALLOW)]
+        if method == "OPTIONS":
+            if chunks is not None:
+                chunks.close()
+            return 204, headers[1:], b""
+        if chunks is None:  # a binary's: its bytes, as the binary's own
+            found = self.repository.memento_binary(uri, memento)
+            if found is None:  # deleted since
+                raise RepositoryError(404, f"<{uri}> has no memento {memento}")
+            return self.get_binary(environ, found[1], headers[1:])
+        if media_type is None:
+            chunks.close()
+            raise RepositoryError(406, f"cannot answer with {environ.get('HTTP_ACCEPT')!r}; "
+                                       f"available: {', '.join(SERIALIZERS)}")
+        return self._rdf_response(environ, info, chunks, media_type, None, headers)
 
     # -- request bodies --------------------------------------------------
     def _length(self, environ) -> int | None:

@@ -132,6 +132,20 @@ class BinaryFiles:
             upload.path, upload.name = final, name
         return upload.name
 
+    def link(self, name: str) -> str:
+        """A second name for the file ``name`` (a hard link: its bytes are not copied, and
+        stay while either name does), durably; the new name."""
+        new = uuid.uuid4().hex
+        try:
+            os.link(self.directory / name, self.directory / new)
+            if self.durability.syncs:
+                fsync_path(self.directory)
+        except OSError as exc:
+            if no_space(exc):
+                raise insufficient_storage() from None
+            raise
+        return new
+
     def discard(self, name: str) -> None:
         try:
             (self.directory / name).unlink()

@@ -69,6 +69,22 @@ Representations and preconditions
   * If-Match compares strongly: a weak ETag (W/"...") never matches (412).
     If-Unmodified-Since and If-Modified-Since compare to the second.
 
+Versions (Fedora API section 4, Memento)
+  * Every resource but the root is versioned: POST <uri>/fcr:versions takes a
+    memento of it as it is now (any body is ignored); <uri>/fcr:versions lists
+    them (application/link-format, or RDF); GET <uri> with Accept-Datetime is
+    redirected (302) to the last memento taken at or before that date (406
+    when there is none).
+  * A memento is named by the second it was taken (yyyymmddHHMMSS, UTC): a
+    resource has at most one a second (409 for a second in the same second).
+  * A memento holds the resource's triples and its server-managed ones but its
+    containment; a binary's memento, its bytes and properties (its
+    description has no mementos of its own).
+  * A POST with Memento-Datetime (a memento of a given date and body) is 400.
+  * A memento is read only (405 on PUT, POST and PATCH) and can be deleted;
+    a TimeMap cannot be replaced, changed or deleted (405).  A resource's
+    mementos are deleted with it.
+
 Names and deletion
   * Path segments are A-Z a-z 0-9 . _ ~ ! $ & ' ( ) * + , ; = : @ -; segments
     starting with "fcr:" are reserved by the server (409 on creation).

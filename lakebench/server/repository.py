@@ -43,6 +43,7 @@ from lakebench.server import patch as sparql_patch
 from lakebench.server.binaries import BinaryFiles, Upload
 from lakebench.server.errors import RepositoryError, insufficient_storage
 from lakebench.server.headers import Preferences, modified_since
+from lakebench.server.mementos import http_datetime, memento_id, memento_uri, timemap_uri
 from lakebench.server.responses import BINARY_ALLOW, MODEL_NAMES
 from lakebench.server.sandbox import PARSE_TIMEOUT, PATCH_TIMEOUT, Sandboxes, Unavailable
 from lakebench.server.rdfbody import (
@@ -64,25 +65,30 @@ from lakebench.server.vocabulary import (
     ETAG,
     FILENAME,
     HAS_DIGEST,
+    HAS_MEMENTO,
     HAS_MIME_TYPE,
     HAS_SIZE,
     LAST_MODIFIED,
     LDP,
     LDP_CONTAINS,
     META_GRAPH,
+    MEMENTO_ORIGINAL,
     MODEL_TYPES,
     RDF_SOURCE,
     RDF_TYPE,
     SERVER_GRAPH,
+    TIMEMAP,
     TOMBSTONE_GRAPH,
     UPLOAD_PREDICATES,
+    VERSIONS_GRAPH,
+    VERSIONS_SEGMENT,
     XSD,
 )
 from lakebench.store import (DEFAULT_MAP_SIZE, INLINE, LmdbStore, LogSyncError, MapFullError, NoSpaceError,
                              ParseError)
 from lakebench.store.terms import iri, literal
 
-__all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "LDP", "PARSERS",
+__all__ = ["Repository", "RepositoryError", "ResourceInfo", "BinaryInfo", "MementoInfo", "LDP", "PARSERS",
            "SERVER_GRAPH", "META_GRAPH", "TOMBSTONE_GRAPH", "iri", "parent_of", "etag_matches"]
 
 #: How often a worker frees the reader slots of dead processes.
@@ -95,6 +101,8 @@ MAX_INBOUND_REFERENCES = 100_000
 log = logging.getLogger("lakebench.server")
 CONTAINER_TYPES = MODEL_TYPES[CONTAINER]
 SOURCE_TYPES = MODEL_TYPES[RDF_SOURCE]
+#: What every memento's graph IRI holds, and no resource's (no resource takes a reserved segment).
+_MEMENTO_GRAPH = f"/{VERSIONS_SEGMENT}/".encode()
 #: How the store's Turtle serializer declares the ``ldp`` prefix.
 _LDP_PREFIX = f"@prefix ldp: <{LDP}> .\n\n".encode()
 
@@ -132,6 +140,29 @@ class BinaryInfo:
     last_modified: str | None = None  # fedora:lastModified, xsd:dateTime
 
 
+@dataclass(frozen=True)
+class MementoInfo:
+    """A memento (Fedora API 4.2, LDPRm) of ``original``: its ID (lakebench.server.mementos),
+    and its original's interaction model and fedora:lastModified when it was taken."""
+
+    original: str
+    memento: str
+    kind: str
+    last_modified: str | None = None
+
+    @property
+    def uri(self) -> str:
+        return memento_uri(self.original, self.memento)
+
+    @property
+    def etag(self) -> str:
+        return f"memento-{self.memento}"  # a memento never changes: its name tells it apart
+
+    @property
+    def binary(self) -> bool:
+        return self.kind == BINARY
+
+
 class Repository:
     """The resources of one LDP server, stored in one LMDB environment
     (and its binaries in files beside it)."""
@@ -165,6 +196,12 @@ class Repository:
         self._deleted = iri(DELETED)
         self._created = iri(CREATED)
         self._last_modified = iri(LAST_MODIFIED)
+        self._versions = iri(VERSIONS_GRAPH)
+        self._has_memento = iri(HAS_MEMENTO)
+        # What a memento keeps of the server's triples about its original: all but its
+        # containment (a container's children are resources, versioned each on its own).
+        self._kept_by_mementos = [self._type, self._created, self._last_modified,
+                                  *(iri(p) for p in sorted(UPLOAD_PREDICATES))]
 
         def create_root(txn):
             if self._info(txn, self.base_url) is None:
@@ -338,7 +375,7 @@ class Repository:
     def _chunks(self, txn, uri, media_type, prefer: Preferences, chunk_size) -> Iterator[bytes]:
         subject = iri(uri)
         try:
-            yield from _rendered(self._scans(txn, subject, _scan_format(media_type), prefer, chunk_size), media_type)
+            yield from rendered(self._scans(txn, subject, _scan_format(media_type), prefer, chunk_size), media_type)
         finally:
             txn.abort()
 
@@ -431,7 +468,7 @@ class Repository:
             # Each containment triple as an N-Triples line, which is a Turtle statement too.
             head = render_ntriples_term(subject) + b" " + render_ntriples_term(self._contains) + b" "
             lines = (head + render_ntriples_term(child) + b" .\n" for child in children)
-            yield from _rendered(itertools.chain(own, _joined(lines, chunk_size)), media_type)
+            yield from rendered(itertools.chain(own, _joined(lines, chunk_size)), media_type)
         finally:
             txn.abort()
 
@@ -439,14 +476,15 @@ class Repository:
         """The triples of other resources with ``subject`` as object (Fedora's inbound
         references), as N-Triples lines (which are Turtle statements too): one lookup of
         the object index, then every graph but the resource's own and the server's
-        (so a parent's ``ldp:contains`` is containment, not a reference)."""
-        skipped = (subject, self._server, self._meta, self._tombstones)
+        (so a parent's ``ldp:contains`` is containment, not a reference), and but the
+        mementos' (a reference of the past is not one now)."""
+        skipped = (subject, self._server, self._meta, self._tombstones, self._versions)
         end = b" " + render_ntriples_term(subject) + b" .\n"
         seen = set()
 
         def lines():
             for s, p, _, g in txn.quads(None, None, subject, None):
-                if g in skipped or (s, p) in seen:
+                if g in skipped or (s, p) in seen or _MEMENTO_GRAPH in g:
                     continue
                 seen.add((s, p))  # the object is the resource: (s, p) is the triple
                 yield render_ntriples_term(s) + b" " + render_ntriples_term(p) + end
@@ -469,11 +507,14 @@ class Repository:
             info = self._info(txn, uri)
             if info is None or not info.binary:
                 return None
-            subject = iri(uri)
-            names = [q[2] for q in txn.quads(subject, self._file, None, self._meta)]
-            values: dict[str, list[bytes]] = {}
-            for _, p, o, _ in txn.quads(subject, None, None, self._server):
-                values.setdefault(p[1:].decode(), []).append(o)
+            return self._binary_info(txn, uri, info.etag, iri(uri), self._server, iri(uri))
+
+    def _binary_info(self, txn, uri: str, etag: str, subject: bytes, graph: bytes, owner: bytes) -> BinaryInfo:
+        """A binary's properties, the server's triples of ``subject`` in ``graph``; its file, ``owner``'s."""
+        name = self._file_name(txn, owner)
+        values: dict[str, list[bytes]] = {}
+        for _, p, o, _ in txn.quads(subject, None, None, graph):
+            values.setdefault(p[1:].decode(), []).append(o)
         digests = {}
         for value in values.get(HAS_DIGEST, []):
             algorithm, _, hexdigest = value[1:].decode()[len("urn:"):].partition(":")
@@ -481,11 +522,164 @@ class Repository:
         filename = values.get(FILENAME)
         modified = values.get(LAST_MODIFIED)
         return BinaryInfo(
-            uri=uri, etag=info.etag, path=str(self.binaries.path_of(names[0][1:].decode())),
+            uri=uri, etag=etag, path=str(self.binaries.path_of(name)),
             size=int(_lexical(values[HAS_SIZE][0])), media_type=_lexical(values[HAS_MIME_TYPE][0]),
             filename=_lexical(filename[0]) if filename else None, digests=digests,
             last_modified=_lexical(modified[0]) if modified else None,
         )
+
+    def _file_name(self, txn, owner: bytes) -> str | None:
+        """The name of the file of a binary (or of a binary's memento) ``owner``."""
+        for _, _, name, _ in txn.quads(owner, self._file, None, self._meta):
+            return name[1:].decode()
+        return None
+
+    # -- versions (Fedora API 4, Memento; the names: lakebench.server.mementos) --------
+    # A memento is a graph of its own, named by its URI: a copy of the resource's triples
+    # (their subjects unchanged, as Fedora's mementos keep them) and of the server's triples
+    # about it but its containment; the copy is of term ids (every term is stored once), so
+    # a memento costs its quads' index entries.  A binary's memento holds a hard link to the
+    # binary's file: its bytes are kept without a copy, and outlive a replacement.  Each
+    # resource lists its mementos in VERSIONS_GRAPH.
+    def mementos(self, uri: str) -> list[str] | None:
+        """The IDs of the mementos of ``uri``, oldest first; None when ``uri`` is not a
+        versioned resource (it does not exist, or is the root)."""
+        with self.store.read() as txn:
+            if uri == self.base_url or self._info(txn, uri) is None:
+                return None
+            return self._mementos(txn, uri)
+
+    def _mementos(self, txn, uri: str) -> list[str]:
+        skip = len(memento_uri(uri, ""))
+        return sorted(m[1:].decode()[skip:] for _, _, m, _ in txn.quads(iri(uri), self._has_memento, None,
+                                                                          self._versions))
+
+    def create_memento(self, uri: str) -> str:
+        """A memento of ``uri`` as it is now (Fedora API 4.3.3.1), durable like any write; its ID.
+        409 when ``uri`` has a memento of this second already (Fedora's rule: one a second)."""
+        for _ in range(3):
+            with self.store.read() as txn:
+                info = self._info(txn, uri)
+                name = self._file_name(txn, iri(uri)) if info is not None and info.binary else None
+            # The bytes of a binary's memento: a hard link made (and synced) before the write
+            # that records it, as a binary's own file is.
+            linked = self.binaries.link(name) if name else None
+            try:
+                made = self._write(lambda txn: self._create_memento(txn, uri, name, linked))
+            except BaseException:
+                if linked:
+                    self.binaries.discard(linked)
+                raise
+            if made is not None:
+                return made
+            if linked:
+                self.binaries.discard(linked)
+        raise RepositoryError(409, f"<{uri}> kept changing while its memento was taken; try again")
+
+    def _create_memento(self, txn, uri: str, name: str | None, linked: str | None) -> str | None:
+        info = self._info(txn, uri)
+        if info is None:
+            deleted = self._tombstone(txn, uri)
+            raise gone(deleted) if deleted is not None else RepositoryError(404, f"<{uri}> does not exist")
+        subject = iri(uri)
+        if (self._file_name(txn, subject) if info.binary else None) != name:
+            return None  # a binary replaced (or a resource replaced by one) since it was read
+        memento = memento_id(datetime.now(timezone.utc))
+        graph = iri(memento_uri(uri, memento))
+        if txn.count(subject, self._has_memento, graph, self._versions):
+            raise RepositoryError(409, f"<{uri}> has a memento of {http_datetime(memento)} already: "
+                                       "a resource has at most one a second")
+        quads = [(s, p, o, graph) for s, p, o, _ in txn.quads(None, None, None, subject)]
+        for predicate in self._kept_by_mementos:
+            quads += [(s, p, o, graph) for s, p, o, _ in txn.quads(subject, predicate, None, self._server)]
+        quads.append((subject, self._has_memento, graph, self._versions))
+        if linked:
+            quads.append((graph, self._file, literal(linked), self._meta))
+        txn.add(quads)
+        return memento
+
+    def _memento_info(self, txn, uri: str, memento: str) -> MementoInfo | None:
+        subject, graph = iri(uri), iri(memento_uri(uri, memento))
+        if not txn.count(subject, self._has_memento, graph, self._versions):
+            return None
+        if txn.count(subject, self._type, iri(LDP + "BasicContainer"), graph):
+            kind = CONTAINER
+        elif txn.count(subject, self._type, iri(LDP + "NonRDFSource"), graph):
+            kind = BINARY
+        else:
+            kind = RDF_SOURCE
+        modified = [_lexical(o) for _, _, o, _ in txn.quads(subject, self._last_modified, None, graph)]
+        return MementoInfo(uri, memento, kind, modified[0] if modified else None)
+
+    def memento(self, uri: str, memento: str, media_type: str, chunk_size: int = 1 << 16,
+                ) -> tuple[MementoInfo, Iterator[bytes] | None] | None:
+        """The memento ``memento`` of ``uri``: its info and its triples as ``media_type`` chunks
+        (from one read transaction, as :meth:`representation`), or no chunks for a binary's
+        (:meth:`memento_binary` has its bytes); None when there is no such memento."""
+        txn = self.store.read()
+        try:
+            info = self._memento_info(txn, uri, memento)
+            if info is None or info.binary:
+                txn.abort()
+                return None if info is None else (info, None)
+        except BaseException:
+            txn.abort()
+            raise
+        prefixes = {"ldp": LDP} if media_type == "text/turtle" else None
+        scan = txn.serialize(c=iri(info.uri), format=_scan_format(media_type), prefixes=prefixes,
+                             chunk_size=chunk_size)
+        return info, _Stream(txn, self._memento_chunks(txn, scan, media_type))
+
+    @staticmethod
+    def _memento_chunks(txn, scan, media_type: str) -> Iterator[bytes]:
+        try:
+            yield from rendered(scan, media_type)
+        finally:
+            txn.abort()
+
+    def timemap_rdf(self, uri: str, taken: list[str], media_type: str) -> Iterator[bytes]:
+        """The TimeMap of ``uri`` as RDF (``taken``: its mementos' IDs): a container of its
+        mementos, whose original is ``uri``."""
+        timemap = render_ntriples_term(iri(timemap_uri(uri))) + b" "
+        types = [*MODEL_TYPES[CONTAINER], TIMEMAP]
+        lines = [timemap + b"<" + RDF_TYPE.encode() + b"> <" + t.encode() + b"> .\n" for t in types]
+        lines.append(timemap + b"<" + MEMENTO_ORIGINAL.encode() + b"> " + render_ntriples_term(iri(uri)) + b" .\n")
+        lines += [timemap + b"<" + LDP_CONTAINS.encode() + b"> " + render_ntriples_term(iri(memento_uri(uri, m)))
+                  + b" .\n" for m in taken]
+        return rendered(iter([b"".join(lines)]), media_type)
+
+    def memento_binary(self, uri: str, memento: str) -> tuple[MementoInfo, BinaryInfo] | None:
+        """The memento ``memento`` of the binary ``uri``, its bytes in a file of its own; None
+        when there is no such memento or it is not a binary's."""
+        with self.store.read() as txn:
+            info = self._memento_info(txn, uri, memento)
+            if info is None or not info.binary:
+                return None
+            graph = iri(info.uri)
+            return info, self._binary_info(txn, info.uri, info.etag, iri(uri), graph, graph)
+
+    def delete_memento(self, uri: str, memento: str) -> None:
+        """Delete one memento of ``uri`` (Fedora API 4.2.5, MAY): 404 when there is none."""
+        def op(txn):
+            subject, graph = iri(uri), iri(memento_uri(uri, memento))
+            if not txn.count(subject, self._has_memento, graph, self._versions):
+                if self._info(txn, uri) is None:
+                    deleted = self._tombstone(txn, uri)
+                    if deleted is not None:
+                        raise gone(deleted)
+                raise RepositoryError(404, f"<{uri}> has no memento {memento}")
+            return self._drop_memento(txn, subject, graph)
+
+        for name in self._write(op):  # after the commit, as a deleted binary's
+            self.binaries.discard(name)
+
+    def _drop_memento(self, txn, subject: bytes, graph: bytes) -> list[str]:
+        """Remove a memento's triples and record; the name of its file, if it has one."""
+        name = self._file_name(txn, graph)
+        txn.remove(None, None, None, graph)
+        txn.remove(graph, None, None, self._meta)
+        txn.remove(subject, self._has_memento, graph, self._versions)
+        return [name] if name else []
 
     # -- writing ---------------------------------------------------------
     def _new_etag(self) -> str:
@@ -731,7 +925,7 @@ class Repository:
             parent = self._check_creatable(txn, uri)
         else:
             check_model(info, requested or BINARY)
-            replaced = [q[2][1:].decode() for q in txn.quads(subject, self._file, None, self._meta)][0]
+            replaced = self._file_name(txn, subject)
         # Checks done: the changes (its dates: _create and _touch).
         if info is None:
             etag = self._create(txn, uri, BINARY, parent)
@@ -778,6 +972,8 @@ class Repository:
             subject = iri(current)
             stack.extend(q[2][1:].decode() for q in txn.quads(subject, self._contains, None, self._server))
             files.extend(q[2][1:].decode() for q in txn.quads(subject, self._file, None, self._meta))
+            for _, _, graph, _ in list(txn.quads(subject, self._has_memento, None, self._versions)):
+                files += self._drop_memento(txn, subject, graph)  # its versions go with it
             txn.remove(None, None, None, subject)
             txn.remove(subject, None, None, self._server)
             txn.remove(subject, None, None, self._meta)
@@ -822,7 +1018,7 @@ def _scan_format(media_type: str) -> str:
     return "turtle" if media_type == "text/turtle" else "nt"
 
 
-def _rendered(chunks: Iterator[bytes], media_type: str) -> Iterator[bytes]:
+def rendered(chunks: Iterator[bytes], media_type: str) -> Iterator[bytes]:
     """The scans' chunks as ``media_type``: as they are, but for JSON-LD, which is not
     streamed: rendered whole from their N-Triples by pyoxigraph."""
     if media_type != "application/ld+json":

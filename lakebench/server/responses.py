@@ -6,6 +6,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from lakebench.server.headers import http_date
+from lakebench.server.mementos import original_links
 from lakebench.server.patch import MEDIA_TYPE as SPARQL_UPDATE
 from lakebench.server.rdfbody import PARSERS
 from lakebench.server.vocabulary import BINARY, CONTAINER, LDP_PAGE, METADATA_SEGMENT, MODEL_TYPES, RDF_SOURCE
@@ -26,7 +27,7 @@ ACCEPT_POST = ", ".join((*PARSERS, "*/*"))
 CHUNK = 1 << 16
 STATUS = {
     200: "200 OK", 201: "201 Created", 204: "204 No Content", 206: "206 Partial Content",
-    303: "303 See Other", 304: "304 Not Modified", 400: "400 Bad Request", 404: "404 Not Found",
+    302: "302 Found", 303: "303 See Other", 304: "304 Not Modified", 400: "400 Bad Request", 404: "404 Not Found",
     405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 410: "410 Gone",
     411: "411 Length Required", 412: "412 Precondition Failed", 413: "413 Content Too Large",
     415: "415 Unsupported Media Type", 416: "416 Range Not Satisfiable",
@@ -93,9 +94,16 @@ def links(kind: str, uri: str) -> str:
 
 
 def resource_headers(info, base_url: str, etag: bool = True) -> list[tuple[str, str]]:
-    """The headers of a resource on GET, HEAD and OPTIONS."""
+    """The headers of a resource on GET, HEAD and OPTIONS; every one but the root is
+    versioned (Fedora API 4.1.1: its Memento links, and its answer varies with
+    Accept-Datetime, which its TimeGate, itself, negotiates)."""
     methods = allow(info, base_url)
-    headers = [("Link", links(info.kind, info.uri)), ("Allow", methods)]
+    link = links(info.kind, info.uri)
+    if info.uri != base_url:
+        link = ", ".join([link, *original_links(info.uri)])
+    headers = [("Link", link), ("Allow", methods)]
+    if info.uri != base_url:
+        headers.append(("Vary", "Accept-Datetime"))
     if etag:
         headers[:0] = validators(info)
     if info.container:
@@ -128,6 +136,18 @@ def page_headers(info, first: str, following: str | None) -> list[tuple[str, str
     if following is not None:
         links.append(f'<{following}>; rel="next"')
     return [("Link", ", ".join(links)), ("Allow", PAGE_ALLOW)]
+
+
+def vary(headers: list[tuple[str, str]], *fields: str) -> list[tuple[str, str]]:
+    """``headers`` with ``fields`` added to their Vary header (one header: some clients read one).
+
+    >>> vary([("Vary", "Accept-Datetime")], "Accept", "Prefer")
+    [('Vary', 'Accept-Datetime, Accept, Prefer')]
+    """
+    for k, (name, value) in enumerate(headers):
+        if name == "Vary":
+            return [*headers[:k], (name, ", ".join([value, *fields])), *headers[k + 1:]]
+    return [*headers, ("Vary", ", ".join(fields))]
 
 
 def validators(info) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 PREMIS = "http://www.loc.gov/premis/rdf/v1#"
 EBUCORE = "http://www.ebu.ch/metadata/ontologies/ebucore/ebucore#"
 FEDORA = "http://fedora.info/definitions/v4/repository#"
+MEMENTO = "http://mementoweb.org/ns#"
 
 LDP_CONTAINS = LDP + "contains"
 #: The type a page of a container has (LDP Paging 1.0; said in a Link header).
@@ -36,6 +37,14 @@ MODEL_TYPES = {
 LDP_TYPES = frozenset(MODEL_TYPES[CONTAINER] + (LDP + "NonRDFSource", LDP + "DirectContainer",
                                                 LDP + "IndirectContainer"))
 
+#: The types of versioning (Memento, RFC 7089; Fedora API 4): every resource but the root is an
+#: original resource and its own TimeGate; its versions container is a TimeMap of mementos.
+ORIGINAL_RESOURCE = MEMENTO + "OriginalResource"
+TIMEGATE = MEMENTO + "TimeGate"
+TIMEMAP = MEMENTO + "TimeMap"
+MEMENTO_TYPE = MEMENTO + "Memento"
+MEMENTO_ORIGINAL = MEMENTO + "original"
+
 #: When every resource was created and last changed (xsd:dateTime), as Fedora names them:
 #: the server writes them (a client may restate, not change).
 CREATED = FEDORA + "created"
@@ -57,10 +66,13 @@ ETAG = "urn:lakebench:etag"
 DESCRIPTION_ETAG = "urn:lakebench:description-etag"
 BINARY_FILE = "urn:lakebench:file"
 DELETED = "urn:lakebench:deleted"
+VERSIONS_GRAPH = "urn:lakebench:versions"  # never shown: each resource's mementos
+HAS_MEMENTO = "urn:lakebench:memento"
 
 #: Path segments the server reserves (Fedora's names for a binary's description,
-#: a tombstone, and the constraints document); no resource may take them.
+#: a tombstone, the constraints document and a resource's versions); no resource may take them.
 RESERVED_PREFIX = "fcr:"
 METADATA_SEGMENT = "fcr:metadata"
 TOMBSTONE_SEGMENT = "fcr:tombstone"
 CONSTRAINTS_SEGMENT = "fcr:constraints"
+VERSIONS_SEGMENT = "fcr:versions"

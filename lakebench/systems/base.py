@@ -202,6 +202,20 @@ class System:
         over HTTP one SPARQL Update PATCH, in-process the same change through the store's API."""
         raise NotApplicable(f"{self.name} cannot update a resource")
 
+    def create_version(self, path: str) -> str:
+        """Take a version of the resource at ``path`` as it is now (a memento: Fedora API 4.3.3,
+        ``POST <path>/fcr:versions``); the version's URL, which :meth:`get_version` reads."""
+        raise NotApplicable(f"{self.name} keeps no versions")
+
+    def list_versions(self, path: str) -> list[str]:
+        """The URLs of the versions of the resource at ``path`` (its TimeMap), oldest first."""
+        raise NotApplicable(f"{self.name} keeps no versions")
+
+    def get_version(self, path: str, url: str) -> Retrieval:
+        """The version at ``url`` of the resource at ``path``: its triples as the version holds
+        them (``parent_uri``: the subject they have there)."""
+        raise NotApplicable(f"{self.name} keeps no versions")
+
     def first_page(self, page_size: int) -> Page:
         """The parent's first page, asked for as a client that pages asks (LDP Paging 1.0:
         ``Prefer: return=representation; max-member-count="N"``), redirect followed."""

@@ -114,6 +114,32 @@ class LdpSystem(HttpSystem):
                               content_type=response.headers.get("Content-Type", TURTLE))
         return Page(retrieval, urljoin(url, following[0]) if following else None, paged)
 
+    # -- versions: Memento as the Fedora API has it (Fedora 6, lakebench serve) -------------
+    def create_version(self, path: str) -> str:
+        url = f"{self.base_url}{path}/fcr:versions"
+        response = self._request("POST", url)
+        expect(response, "POST", url, (201,))
+        return self._location(response, url)
+
+    def list_versions(self, path: str) -> list[str]:
+        url = f"{self.base_url}{path}/fcr:versions"
+        response = self._request("GET", url, headers={"Accept": "application/link-format"})
+        expect(response, "GET", url, (200,))
+        return [urljoin(url, target) for target in link_targets(response.data.decode("utf-8", "replace"), "memento")]
+
+    def get_version(self, path: str, url: str) -> Retrieval:
+        response = self._request("GET", url, headers={"Accept": TURTLE})
+        expect(response, "GET", url, (200,))
+        return Retrieval(body=response.data, parent_uri=self.base_url + path,
+                         content_type=response.headers.get("Content-Type", TURTLE))
+
+    @staticmethod
+    def _location(response, url: str) -> str:
+        location = response.headers.get("Location")
+        if not location:
+            raise SystemFailure(f"POST {url}: HTTP {response.status} without a Location")
+        return urljoin(url, location)
+
     def create_binary(self, path: str, data: bytes, content_type: str) -> None:
         url = self.base_url + path
         response = self._request("PUT", url, body=data, headers={"Content-Type": content_type})
@@ -187,6 +213,36 @@ def sparql_update(replacements: list[tuple[str, str, str]]) -> bytes:
     deleted = " ".join(f'<> <{p}> "{escape_string(old)}" .' for p, old, _ in replacements)
     inserted = " ".join(f'<> <{p}> "{escape_string(new)}" .' for p, _, new in replacements)
     return f"DELETE DATA {{ {deleted} }} ;\nINSERT DATA {{ {inserted} }}".encode("utf-8")
+
+
+#: How Fedora 4 and LAKEsuperior list a resource's versions (in the RDF of its ``fcr:versions``).
+HAS_VERSION = "http://fedora.info/definitions/v4/repository#hasVersion"
+
+
+class LabelledVersions:
+    """Versions as Fedora 4 and LAKEsuperior keep them, before Memento: ``POST <path>/fcr:versions``
+    with a ``Slug`` naming the version (Fedora 4 refuses one without), the versions listed as
+    ``fedora:hasVersion`` in the RDF of ``<path>/fcr:versions``.  Mixed into an
+    :class:`LdpSystem` ahead of it."""
+
+    _labels = 0
+
+    def create_version(self, path: str) -> str:
+        url = f"{self.base_url}{path}/fcr:versions"
+        self._labels += 1  # unique in the run, so in each resource
+        response = self._request("POST", url, headers={"Slug": f"v{self._labels}"})
+        expect(response, "POST", url, (201,))
+        return self._location(response, url)
+
+    def list_versions(self, path: str) -> list[str]:
+        import pyoxigraph as ox
+
+        url = f"{self.base_url}{path}/fcr:versions"
+        response = self._request("GET", url, headers={"Accept": TURTLE})
+        expect(response, "GET", url, (200,))
+        return list(dict.fromkeys(
+            quad.object.value for quad in ox.parse(response.data, format=ox.RdfFormat.TURTLE, base_iri=url)
+            if quad.predicate.value == HAS_VERSION and isinstance(quad.object, ox.NamedNode)))
 
 
 class Pool(urllib3.PoolManager):

@@ -17,7 +17,7 @@ from lakebench.systems.base import Option, SystemFailure
 from lakebench.systems.ldp import LdpSystem
 from lakebench.systems.lmdb import store_version
 from lakebench.durability import Durability
-from lakebench.work import KEPT, NONE
+from lakebench.work import KEPT, NONE, ON_REQUEST
 
 READY_TIMEOUT = 60.0
 
@@ -26,7 +26,7 @@ class LmdbHttpSystem(LdpSystem):
     name = "lmdb-http"
     durability = Durability.DURABLE
     # lakebench serve keeps no versions and publishes no events; a DELETE leaves a tombstone (410).
-    WORK = {"versions": NONE, "events": NONE, "access": NONE, "tombstones": KEPT}
+    WORK = {"versions": ON_REQUEST, "events": NONE, "access": NONE, "tombstones": KEPT}
     DISK_PER_TRIPLE = 150  # 144-148 B at 2,000 and 3,000 children (docs/runs/users, docs/runs/http)
     # --system-option KEY=VALUE: the options of ``lakebench serve`` worth measuring.
     OPTIONS = {

@@ -2,7 +2,7 @@
 
 A workload is what is done to a system and checked afterwards: the seed's
 flat container (``flat``), binaries, updates, reads, a hierarchy, mixed
-users, queries.  Adding one is one module in this package and one line
+users, versions, queries.  Adding one is one module in this package and one line
 here, like :mod:`lakebench.systems`.  Modules are imported when their
 workload is run (or its options are listed), so they import nothing heavy
 at module level.
@@ -25,6 +25,9 @@ WORKLOADS: dict[str, tuple[str, str]] = {
              "top, middle and leaf read as it grows"),
     "mixed": ("lakebench.workloads.mixed:Mixed",
               "Locust users creating, patching and reading children at once for a while (HTTP systems)"),
+    "versions": ("lakebench.workloads.versions:Versions",
+                 "a flat ingest, then versions of some children taken in rounds (change, version), "
+                 "listed, and one of each read back and checked"),
     "query": ("lakebench.workloads.query:Queries",
               "N children ingested, then fixed SPARQL queries (counts, a literal lookup, a join) timed and checked"),
 }

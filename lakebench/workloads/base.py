@@ -168,6 +168,7 @@ _LACKS = {
     "create_container": "has no containers", "list_container": "has no containers",
     "create_resource": "cannot place a graph at a path", "get_resource": "cannot read one resource",
     "replace_literals": "cannot update a resource", "query": "has no SPARQL endpoint",
+    "create_version": "keeps no versions", "list_versions": "keeps no versions", "get_version": "keeps no versions",
 }
 
 

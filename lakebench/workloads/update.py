@@ -54,12 +54,12 @@ class Update(Workload):
         for _ in range(self.params["updates"]):
             child = self.dataset.child(rng.randrange(created))
             changed = now.setdefault(child.index, {})
-            literals = _literals(child, changed)
+            literals = literals_now(child, changed)
             taken = {value for _, value in literals}
             slots = rng.sample(range(len(literals)), replaced)
             news = []
             for slot in slots:
-                news.append(_draw(rng, len(literals[slot][1]), taken))
+                news.append(draw_literal(rng, len(literals[slot][1]), taken))
                 taken.add(news[-1])
             replacements = [(*literals[slot], new) for slot, new in zip(slots, news)]
             refused = errors.get("update", 0)
@@ -96,7 +96,7 @@ class Update(Workload):
             literals, expected = held[index], {}
             if literals is None:
                 continue
-            for predicate, value in _literals(self.dataset.child(index), now[index]):
+            for predicate, value in literals_now(self.dataset.child(index), now[index]):
                 expected.setdefault(predicate, set()).add(value)
             verified += all(
                 (new in literals.get(p, ())) == (new in expected[p])
@@ -114,25 +114,25 @@ class Update(Workload):
                 **outcome.details}
 
 
-def _literals(child, changed: dict[int, str]) -> list[tuple[str, str]]:
+def literals_now(child, changed: dict[int, str]) -> list[tuple[str, str]]:
     """``(predicate, literal)`` of ``child``'s literal group as the system should hold it: as
     generated, but for the slots ``changed`` by updates.
 
     >>> from lakebench.dataset import DataSet
     >>> child = DataSet(children=1, triples=4).child(0)
-    >>> [p.rsplit("#")[1] for p, _ in _literals(child, {1: "new"})], _literals(child, {1: "new"})[1][1]
+    >>> [p.rsplit("#")[1] for p, _ in literals_now(child, {1: "new"})], literals_now(child, {1: "new"})[1][1]
     (['p0', 'p0'], 'new')
     """
     literals = [(p, o) for p, o, is_iri in child.triples if not is_iri]
     return [(p, changed.get(slot, o)) for slot, (p, o) in enumerate(literals)]
 
 
-def _draw(rng: random.Random, length: int, taken: set[str]) -> str:
+def draw_literal(rng: random.Random, length: int, taken: set[str]) -> str:
     """A random literal of ``length`` characters over the data set's alphabet, not in ``taken``.
 
-    >>> _draw(random.Random(1), 3, set()) == _draw(random.Random(1), 3, set())
+    >>> draw_literal(random.Random(1), 3, set()) == draw_literal(random.Random(1), 3, set())
     True
-    >>> len(_draw(random.Random(1), 5, set()))
+    >>> len(draw_literal(random.Random(1), 5, set()))
     5
     """
     for _ in range(1000):

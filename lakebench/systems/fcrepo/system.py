@@ -14,11 +14,11 @@ from lakebench.durability import Durability
 from lakebench.systems.base import Option
 from lakebench.systems.fcrepo.install import DEFAULT_VERSION, JETTY_RUNNER_VERSION
 from lakebench.systems.fcrepo.server import start
-from lakebench.systems.ldp import LdpSystem
+from lakebench.systems.ldp import LabelledVersions, LdpSystem
 from lakebench.work import KEPT, NONE, ON_REQUEST, PER_CHANGE
 
 
-class FcrepoSystem(LdpSystem):
+class FcrepoSystem(LabelledVersions, LdpSystem):
     name = "fcrepo"
     # Fedora's own persistence settings decide; lakebench does not change them.
     durability = Durability.SERVER_DEFAULT
@@ -73,6 +73,11 @@ class Fcrepo6System(FcrepoSystem):
     OPTIONS = {"autoversioning": Option("an OCFL version of every change (fcrepo.autoversioning.enabled); off: "
                                         "versions on request only, like the other systems", Choice("on", "off"),
                                         "on")}
+
+    # Fedora 6 keeps its versions as Memento (Fedora API 4), as the LDP client reads them.
+    create_version = LdpSystem.create_version
+    list_versions = LdpSystem.list_versions
+    get_version = LdpSystem.get_version
 
     def start_options(self) -> dict:
         return {"autoversioning": self.options.get("autoversioning", "on") == "on"}

@@ -48,7 +48,7 @@ from lakebench.systems.base import Option, SystemFailure
 from lakebench.systems.lakesuperior.config import DEFAULT_WORKERS
 from lakebench.systems.lakesuperior.install import VERSION, LakesuperiorError
 from lakebench.systems.lakesuperior.server import LDP_ROOT, start
-from lakebench.systems.ldp import TURTLE, LdpSystem, expect
+from lakebench.systems.ldp import TURTLE, LabelledVersions, LdpSystem, expect
 from lakebench.durability import Durability
 from lakebench.work import KEPT, NONE, ON_REQUEST
 
@@ -122,7 +122,7 @@ class AbsoluteIriDataSet:
             yield self.child(index)
 
 
-class LakesuperiorSystem(LdpSystem):
+class LakesuperiorSystem(LabelledVersions, LdpSystem):
     name = "lakesuperior"
     durability = Durability.DURABLE
     version = VERSION

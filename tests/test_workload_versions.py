@@ -29,7 +29,7 @@ def test_every_version_is_taken_listed_and_read_as_it_was(tmp_path):
     entry = entries["lmdb-http-nosync"]
     assert entry["status"] == "ok", entry.get("error")
     assert entry["versions"] == {**entry["versions"], "versioned": 4, "per_resource": 2, "changed_per_version": 5,
-                                 "requested": 8, "created": 8, "listings": 8, "listed_short": 0,
+                                 "requested": 8, "created": 8, "listings": 8, "listed_short": 0, "held": 8,
                                  "sampled": 4, "verified": 4, "mismatched": 0}
     assert entry["versions"]["list_first_ms"] > 0 and entry["versions"]["list_last_ms"] > 0
     assert entry["sent"]["versions"] == 8 and entry["held"]["versions"] == 8

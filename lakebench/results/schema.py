@@ -149,7 +149,7 @@ _FIGURES = {
                       **_numbers("applied", "verified", "stale")}),
     # versions (lakebench.workloads.versions): versions taken, listed, read back and checked.
     "versions": Field({**{name: Field("int") for name in (
-        "versioned", "per_resource", "changed_per_version", "requested", "created", "listings", "listed_short",
+        "versioned", "per_resource", "changed_per_version", "requested", "created", "listings", "listed_short", "held",
         "sampled", "verified", "mismatched")}, **_numbers("list_first_ms", "list_last_ms", null=True)}),
     "reads": Field({"requested": Field("int"), "cold_requested": Field("int"), "cold": Field("bool"),
                     **_numbers("ok", "checked", "cold_done", "cold_ok")}),

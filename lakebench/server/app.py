@@ -259,7 +259,7 @@ class LdpApplication:
         info, chunks = found
         if media_type is None:
             chunks.close()
-            raise RepositoryError(406, f"cannot answer with {accept!r}; available: {', '.join(SERIALIZERS)}")
+            raise not_acceptable(environ, SERIALIZERS)
         return self._rdf_response(environ, info, chunks, media_type, preferences.applied,
                                   responses.resource_headers(info, self.repository.base_url))
 
@@ -291,7 +291,7 @@ class LdpApplication:
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = negotiate(accept)
         if media_type is None:
-            raise RepositoryError(406, f"cannot answer with {accept!r}; available: {', '.join(SERIALIZERS)}")
+            raise not_acceptable(environ, SERIALIZERS)
         found = self.repository.page(uri, media_type, start, size)
         if found is None:
             if self.repository.info(uri) is None:
@@ -333,8 +333,7 @@ class LdpApplication:
         if method in ("GET", "HEAD"):
             media_type = negotiate(environ.get("HTTP_ACCEPT", ""))
             if media_type is None:
-                raise RepositoryError(406, f"cannot answer with {environ.get('HTTP_ACCEPT')!r}; "
-                                           f"available: {', '.join(SERIALIZERS)}")
+                raise not_acceptable(environ, SERIALIZERS)
             found = self.repository.representation(uri, media_type, description=True)
             if found is None:
                 raise self._description_missing(uri)
@@ -433,8 +432,7 @@ class LdpApplication:
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = mementos.timemap_format(accept)
         if media_type is None:
-            raise RepositoryError(406, f"cannot answer with {accept!r}; available: "
-                                       f"{mementos.LINK_FORMAT}, {', '.join(SERIALIZERS)}")
+            raise not_acceptable(environ, (mementos.LINK_FORMAT, *SERIALIZERS))
         headers.append(("Vary", "Accept"))
         if media_type == mementos.LINK_FORMAT:
             return 200, headers + [("Content-Type", mementos.LINK_FORMAT)], mementos.timemap_links(uri, taken)
@@ -458,23 +456,25 @@ class LdpApplication:
             self._versioned(uri)  # 404 or 410 for the resource first
             raise RepositoryError(404, f"<{uri}> has no memento {memento}")
         info, chunks = found
-        headers = [*responses.validators(info), ("Memento-Datetime", mementos.http_datetime(memento)),
+        headers = [("Memento-Datetime", mementos.http_datetime(memento)),
                    ("Link", mementos.memento_links_header(uri, responses.type_links(info.kind))),
                    ("Allow", mementos.MEMENTO_ALLOW)]
         if method == "OPTIONS":
             if chunks is not None:
                 chunks.close()
-            return 204, headers[1:], b""
+            return 204, headers, b""
         if chunks is None:  # a binary's: its bytes, as the binary's own
             found = self.repository.memento_binary(uri, memento)
-            if found is None:  # deleted since
-                raise RepositoryError(404, f"<{uri}> has no memento {memento}")
-            return self.get_binary(environ, found[1], headers[1:])
+            try:
+                if found is not None:
+                    return self.get_binary(environ, found[1], headers)
+            except FileNotFoundError:  # deleted since it was looked up
+                pass
+            raise RepositoryError(404, f"<{uri}> has no memento {memento}")
         if media_type is None:
             chunks.close()
-            raise RepositoryError(406, f"cannot answer with {environ.get('HTTP_ACCEPT')!r}; "
-                                       f"available: {', '.join(SERIALIZERS)}")
-        return self._rdf_response(environ, info, chunks, media_type, None, headers)
+            raise not_acceptable(environ, SERIALIZERS)
+        return self._rdf_response(environ, info, chunks, media_type, None, [*responses.validators(info), *headers])
 
     # -- request bodies --------------------------------------------------
     def _length(self, environ) -> int | None:
@@ -653,6 +653,12 @@ class LdpApplication:
         info = self.repository.patch(uri, update, if_match=environ.get("HTTP_IF_MATCH"),
                                      if_unmodified_since=environ.get("HTTP_IF_UNMODIFIED_SINCE"))
         return 204, [("ETag", f'"{info.etag}"'), ("Link", responses.links(info.kind, uri))], b""
+
+
+def not_acceptable(environ, available) -> RepositoryError:
+    """The 406 for a request whose Accept names none of the media types ``available``."""
+    return RepositoryError(406, f"cannot answer with {environ.get('HTTP_ACCEPT', '')!r}; "
+                                f"available: {', '.join(available)}")
 
 
 def _bare(content_type: str) -> str:

@@ -101,6 +101,35 @@ def negotiate(accept: str) -> str | None:
     return best
 
 
+def quality(accept: str, media_type: str) -> float:
+    """The q-value an Accept header gives ``media_type`` (its most specific range: the type
+    itself, then ``type/*``, then ``*/*``); 1 for an empty header.
+
+    >>> quality("text/*;q=0.5, application/link-format", "text/turtle"), quality("", "text/turtle")
+    (0.5, 1.0)
+    >>> quality("application/link-format", "text/turtle")
+    0.0
+    """
+    if not accept.strip():
+        return 1.0
+    major = media_type.split("/")[0] + "/*"
+    found: dict[str, float] = {}
+    for item in accept.split(","):
+        parts = [p.strip() for p in item.split(";")]
+        q = 1.0
+        for param in parts[1:]:
+            if param.startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        found.setdefault(parts[0].lower(), q)
+    for candidate in (media_type, major, "*/*"):
+        if candidate in found:
+            return found[candidate]
+    return 0.0
+
+
 @dataclass(frozen=True)
 class Preferences:
     """What a GET of an RDF resource is to hold, from its ``Prefer`` header.
@@ -239,17 +268,31 @@ def modified_since(xsd_datetime: str | None, header: str | None) -> bool | None:
     """
     if not xsd_datetime or not header:
         return None
-    try:
-        since = parsedate_to_datetime(header.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
+    since = parse_http_date(header)
     if since is None:
         return None
-    if since.tzinfo is None:  # an HTTP-date is always GMT
-        since = since.replace(tzinfo=timezone.utc)
     try:
         return _seconds(xsd_datetime) > since
     except ValueError:
+        return None
+
+
+def parse_http_date(text: str) -> datetime | None:
+    """An HTTP-date (RFC 9110 5.6.7) as a UTC datetime; None when ``text`` is not one (or is
+    out of the range a datetime holds).
+
+    >>> parse_http_date("Wed, 01 May 2024 12:00:00 GMT").isoformat()
+    '2024-05-01T12:00:00+00:00'
+    >>> parse_http_date("Fri, 31 Dec 9999 23:59:59 -0100") is None, parse_http_date("soon") is None
+    (True, True)
+    """
+    try:
+        when = parsedate_to_datetime(text.strip())
+        if when is None:
+            return None
+        # An HTTP-date is always GMT (one without a zone too).
+        return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import format_datetime
 
 from lakebench.server.errors import RepositoryError
-from lakebench.server.headers import negotiate
+from lakebench.server.headers import negotiate, parse_http_date, quality
 from lakebench.server.vocabulary import MEMENTO_TYPE, ORIGINAL_RESOURCE, TIMEGATE, TIMEMAP, VERSIONS_SEGMENT
 
 LINK_FORMAT = "application/link-format"
@@ -79,13 +79,10 @@ def accept_datetime(header: str) -> datetime:
     >>> accept_datetime("Fri, 27 Nov 2026 03:04:05 GMT").isoformat()
     '2026-11-27T03:04:05+00:00'
     """
-    try:
-        when = parsedate_to_datetime(header.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        when = None
+    when = parse_http_date(header)
     if when is None:
         raise RepositoryError(400, f"Accept-Datetime {header.strip()[:60]!r} is not an HTTP-date")
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    return when
 
 
 def chosen(mementos: list[str], when: datetime) -> str | None:
@@ -94,47 +91,27 @@ def chosen(mementos: list[str], when: datetime) -> str | None:
 
     >>> chosen(["20260101000000", "20260201000000"], datetime(2026, 1, 15, tzinfo=timezone.utc))
     '20260101000000'
-    >>> chosen(["20260101000000"], datetime(2025, 1, 1, tzinfo=timezone.utc)) is None
+    >>> chosen(["20260101000000"], datetime(999, 1, 1, tzinfo=timezone.utc)) is None
     True
     """
-    wanted = memento_id(when)
-    earlier = [m for m in mementos if m <= wanted]  # the IDs sort as their dates do
-    return max(earlier) if earlier else None
+    earlier = [m for m in mementos if memento_datetime(m) <= when]
+    return max(earlier, key=memento_datetime) if earlier else None
 
 
 def timemap_format(accept: str) -> str | None:
-    """What a TimeMap is sent as: link-format (RFC 7089 5) when the client prefers it to
-    every RDF format (or asks for nothing else), else the RDF format negotiated; None: neither.
+    """What a TimeMap is sent as: link-format (RFC 7089 5) when the client wants it at least as
+    much as the RDF format it would get, else that RDF format; None: neither.
 
     >>> timemap_format("application/link-format"), timemap_format("text/turtle, application/link-format;q=0.5")
     ('application/link-format', 'text/turtle')
+    >>> timemap_format("text/html, application/link-format;q=0.5, text/turtle;q=0.4")
+    'application/link-format'
     """
-    link_q, rest = 0.0, []
-    for item in accept.split(","):
-        media, _, params = item.partition(";")
-        if media.strip().lower() != LINK_FORMAT:
-            rest.append(item)
-            continue
-        link_q = max(link_q, _quality(params))
-    rdf = negotiate(",".join(rest)) if rest else None
-    if link_q > 0 and (rdf is None or link_q >= _best_quality(rest)):
+    rdf = negotiate(accept)
+    link = quality(accept, LINK_FORMAT) if accept.strip() else 0.0
+    if link > 0 and (rdf is None or link >= quality(accept, rdf)):
         return LINK_FORMAT
-    return rdf if accept.strip() else negotiate("")
-
-
-def _quality(params: str) -> float:
-    for param in params.split(";"):
-        name, _, value = param.strip().partition("=")
-        if name.strip().lower() == "q":
-            try:
-                return float(value)
-            except ValueError:
-                return 0.0
-    return 1.0
-
-
-def _best_quality(items: list[str]) -> float:
-    return max((_quality(item.partition(";")[2]) for item in items if item.strip()), default=0.0)
+    return rdf
 
 
 def timemap_links(uri: str, mementos: list[str]) -> bytes:

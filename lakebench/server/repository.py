@@ -84,7 +84,7 @@ from lakebench.server.vocabulary import (
     VERSIONS_SEGMENT,
     XSD,
 )
-from lakebench.store import (DEFAULT_MAP_SIZE, INLINE, LmdbStore, LogSyncError, MapFullError, NoSpaceError,
+from lakebench.store import (INLINE, LmdbStore, LogSyncError, MapFullError, NoSpaceError,
                              ParseError)
 from lakebench.store.terms import iri, literal
 
@@ -168,7 +168,7 @@ class Repository:
     (and its binaries in files beside it)."""
 
     def __init__(self, path: str | os.PathLike, base_url: str, durability: str = "durable",
-                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
+                 map_size: int | None = None, log: bool | None = None,
                  patch_timeout: float = PATCH_TIMEOUT, cooperative: bool = False,
                  truncate_damaged_log: bool = False, parsers: int = 0):
         # log: the store's write-ahead log (the default), which one process owns.
@@ -278,13 +278,16 @@ class Repository:
         etags = [q[2] for q in txn.quads(subject, self._etag, None, self._meta)]
         if not etags:
             return None
-        if txn.count(subject, self._type, iri(LDP + "BasicContainer"), self._server):
-            kind = CONTAINER
-        elif txn.count(subject, self._type, iri(LDP + "NonRDFSource"), self._server):
-            kind = BINARY
-        else:
-            kind = RDF_SOURCE
-        return ResourceInfo(uri=uri, kind=kind, etag=etags[0][1:].decode())
+        return ResourceInfo(uri=uri, kind=self._kind(txn, subject, self._server), etag=etags[0][1:].decode())
+
+    def _kind(self, txn, subject: bytes, graph: bytes) -> str:
+        """The interaction model ``graph``'s LDP types give ``subject`` (the server's: now; a
+        memento's: then)."""
+        if txn.count(subject, self._type, iri(LDP + "BasicContainer"), graph):
+            return CONTAINER
+        if txn.count(subject, self._type, iri(LDP + "NonRDFSource"), graph):
+            return BINARY
+        return RDF_SOURCE
 
     def _description_info(self, txn, uri: str) -> ResourceInfo | None:
         """The description of binary ``uri`` as a resource of its own (its own ETag)."""
@@ -337,7 +340,8 @@ class Repository:
             too_many_children = prefer.contained and _more_than(
                 txn.quads(subject, self._contains, None, self._server), MAX_CONTAINED_DESCRIPTIONS)
             too_many_references = prefer.inbound and _more_than(
-                txn.quads(None, None, subject, None), MAX_INBOUND_REFERENCES)
+                (q for q in txn.quads(None, None, subject, None) if _MEMENTO_GRAPH not in q[3]),
+                MAX_INBOUND_REFERENCES)
         if not (too_many_children or too_many_references):
             return prefer
         return dataclasses.replace(prefer, contained=prefer.contained and not too_many_children,
@@ -563,7 +567,10 @@ class Repository:
                 name = self._file_name(txn, iri(uri)) if info is not None and info.binary else None
             # The bytes of a binary's memento: a hard link made (and synced) before the write
             # that records it, as a binary's own file is.
-            linked = self.binaries.link(name) if name else None
+            try:
+                linked = self.binaries.link(name) if name else None
+            except FileNotFoundError:  # replaced or deleted since it was read: read it again
+                continue
             try:
                 made = self._write(lambda txn: self._create_memento(txn, uri, name, linked))
             except BaseException:
@@ -602,14 +609,8 @@ class Repository:
         subject, graph = iri(uri), iri(memento_uri(uri, memento))
         if not txn.count(subject, self._has_memento, graph, self._versions):
             return None
-        if txn.count(subject, self._type, iri(LDP + "BasicContainer"), graph):
-            kind = CONTAINER
-        elif txn.count(subject, self._type, iri(LDP + "NonRDFSource"), graph):
-            kind = BINARY
-        else:
-            kind = RDF_SOURCE
         modified = [_lexical(o) for _, _, o, _ in txn.quads(subject, self._last_modified, None, graph)]
-        return MementoInfo(uri, memento, kind, modified[0] if modified else None)
+        return MementoInfo(uri, memento, self._kind(txn, subject, graph), modified[0] if modified else None)
 
     def memento(self, uri: str, memento: str, media_type: str, chunk_size: int = 1 << 16,
                 ) -> tuple[MementoInfo, Iterator[bytes] | None] | None:
@@ -625,15 +626,14 @@ class Repository:
         except BaseException:
             txn.abort()
             raise
-        prefixes = {"ldp": LDP} if media_type == "text/turtle" else None
-        scan = txn.serialize(c=iri(info.uri), format=_scan_format(media_type), prefixes=prefixes,
-                             chunk_size=chunk_size)
-        return info, _Stream(txn, self._memento_chunks(txn, scan, media_type))
+        return info, _Stream(txn, self._memento_chunks(txn, iri(info.uri), media_type, chunk_size))
 
     @staticmethod
-    def _memento_chunks(txn, scan, media_type: str) -> Iterator[bytes]:
+    def _memento_chunks(txn, graph: bytes, media_type: str, chunk_size: int) -> Iterator[bytes]:
         try:
-            yield from rendered(scan, media_type)
+            prefixes = {"ldp": LDP} if media_type == "text/turtle" else None
+            yield from rendered(txn.serialize(c=graph, format=_scan_format(media_type), prefixes=prefixes,
+                                              chunk_size=chunk_size), media_type)
         finally:
             txn.abort()
 

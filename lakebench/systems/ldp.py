@@ -128,10 +128,8 @@ class LdpSystem(HttpSystem):
         return [urljoin(url, target) for target in link_targets(response.data.decode("utf-8", "replace"), "memento")]
 
     def get_version(self, path: str, url: str) -> Retrieval:
-        response = self._request("GET", url, headers={"Accept": TURTLE})
-        expect(response, "GET", url, (200,))
-        return Retrieval(body=response.data, parent_uri=self.base_url + path,
-                         content_type=response.headers.get("Content-Type", TURTLE))
+        # A memento's triples keep their resource as subject (Fedora 6, lakebench serve).
+        return self._get_turtle(url, self.base_url + path)
 
     @staticmethod
     def _location(response, url: str) -> str:
@@ -166,10 +164,13 @@ class LdpSystem(HttpSystem):
         expect(response, "PUT", url, (200, 201, 204))
 
     def get_resource(self, path: str) -> Retrieval:
-        url = self.base_url + path
+        return self._get_turtle(self.base_url + path, self.base_url + path)
+
+    def _get_turtle(self, url: str, subject: str) -> Retrieval:
+        """GET ``url`` as Turtle: its triples about ``subject``, as received."""
         response = self._request("GET", url, headers={"Accept": TURTLE})
         expect(response, "GET", url, (200,))
-        return Retrieval(body=response.data, parent_uri=url,
+        return Retrieval(body=response.data, parent_uri=subject,
                          content_type=response.headers.get("Content-Type", TURTLE))
 
     def replace_literals(self, path: str, replacements: list[tuple[str, str, str]]) -> None:
@@ -243,6 +244,10 @@ class LabelledVersions:
         return list(dict.fromkeys(
             quad.object.value for quad in ox.parse(response.data, format=ox.RdfFormat.TURTLE, base_iri=url)
             if quad.predicate.value == HAS_VERSION and isinstance(quad.object, ox.NamedNode)))
+
+    def get_version(self, path: str, url: str) -> Retrieval:
+        # A version's triples have the version as subject (LAKEsuperior's, and Fedora 4's).
+        return self._get_turtle(url, url)
 
 
 class Pool(urllib3.PoolManager):

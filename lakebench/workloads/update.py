@@ -48,24 +48,12 @@ class Update(Workload):
         rng = random.Random(f"lakebench:update:{self.dataset.seed}")
         now: dict[int, dict[int, str]] = {}  # child -> literal slot -> its value since an update
         applied: list[tuple[int, list[tuple[str, str, str]]]] = []  # (child, (predicate, old, new)...)
-        errors = driver.outcome.errors
         driver.phase("update")
         bar = driver.progress(self.params["updates"], "update", "update")
         for _ in range(self.params["updates"]):
             child = self.dataset.child(rng.randrange(created))
-            changed = now.setdefault(child.index, {})
-            literals = literals_now(child, changed)
-            taken = {value for _, value in literals}
-            slots = rng.sample(range(len(literals)), replaced)
-            news = []
-            for slot in slots:
-                news.append(draw_literal(rng, len(literals[slot][1]), taken))
-                taken.add(news[-1])
-            replacements = [(*literals[slot], new) for slot, new in zip(slots, news)]
-            refused = errors.get("update", 0)
-            driver.attempt("update", system.replace_literals, child.path, replacements)
-            if errors.get("update", 0) == refused:
-                changed.update(zip(slots, news))
+            replacements = replace_some(system, driver, rng, child, now.setdefault(child.index, {}), replaced)
+            if replacements is not None:
                 applied.append((child.index, replacements))
             if bar is not None:
                 bar.update(1)
@@ -93,11 +81,10 @@ class Update(Workload):
                 held[index] = literals_if_whole(retrieval, self.dataset.triples)
         verified = 0
         for index, replacements in applied:
-            literals, expected = held[index], {}
+            literals = held[index]
             if literals is None:
                 continue
-            for predicate, value in literals_now(self.dataset.child(index), now[index]):
-                expected.setdefault(predicate, set()).add(value)
+            expected = expected_literals(self.dataset.child(index), now[index])
             verified += all(
                 (new in literals.get(p, ())) == (new in expected[p])
                 and (old in literals.get(p, ())) == (old in expected[p])
@@ -112,6 +99,36 @@ class Update(Workload):
                          "triples_replaced": updates["requested"] * updates["replaced_per_update"]},
                 "held": {"children": count_containment(outcome.retrieval), "updates": updates["verified"]},
                 **outcome.details}
+
+
+def replace_some(system, driver, rng: random.Random, child, changed: dict[int, str],
+                 count: int) -> list[tuple[str, str, str]] | None:
+    """Replace ``count`` of ``child``'s literals, drawn by ``rng``, each by a new random one, in
+    one ``replace_literals`` timed as ``"update"``; ``changed`` (slot -> literal: what the
+    updates so far made of the child) follows it.  The replacements, or None when refused."""
+    literals = literals_now(child, changed)
+    taken = {value for _, value in literals}
+    slots = rng.sample(range(len(literals)), count)
+    news = []
+    for slot in slots:
+        news.append(draw_literal(rng, len(literals[slot][1]), taken))
+        taken.add(news[-1])
+    replacements = [(*literals[slot], new) for slot, new in zip(slots, news)]
+    refused = driver.outcome.errors.get("update", 0)
+    driver.attempt("update", system.replace_literals, child.path, replacements)
+    if driver.outcome.errors.get("update", 0) != refused:
+        return None
+    changed.update(zip(slots, news))
+    return replacements
+
+
+def expected_literals(child, changed: dict[int, str]) -> dict[str, set[str]]:
+    """Predicate IRI -> the literals ``child`` holds with it once ``changed`` (see
+    :func:`literals_now`): what a read of it should find."""
+    expected: dict[str, set[str]] = {}
+    for predicate, value in literals_now(child, changed):
+        expected.setdefault(predicate, set()).add(value)
+    return expected
 
 
 def literals_now(child, changed: dict[int, str]) -> list[tuple[str, str]]:

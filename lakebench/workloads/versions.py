@@ -20,7 +20,8 @@ Then, for each versioned child, one of its versions drawn at random is read
 (``get_version``, timed as ``"get version"``) and checked, outside the clock,
 against what the child held when that version was taken: exactly its triples
 of the data set's predicates, and its literals as they were then.  A listing
-is checked to name as many versions as were taken.  A refused operation is
+is checked to name every version taken of its child (``listed_short`` counts
+those that do not; ``held``: the versions the last round's listings name).  A refused operation is
 counted (``operations.KIND.errors``), not fatal.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from lakebench.argtypes import Bounded
 from lakebench.results import stats
 from lakebench.workloads.base import Outcome, Param, Workload, count_containment
 from lakebench.workloads.read import literals_if_whole
-from lakebench.workloads.update import draw_literal, literals_now
+from lakebench.workloads.update import expected_literals, replace_some
 
 VERSIONED = Bounded(int, 1, 100_000)
 VERSIONS = Bounded(int, 1, 1000)
@@ -64,14 +65,15 @@ class Versions(Workload):
         now: dict[int, dict[int, str]] = {k: {} for k in range(versioned)}  # child -> slot -> literal
         taken: dict[int, list[tuple[str, dict[int, str]]]] = {k: [] for k in range(versioned)}
         last_taken: dict[int, float] = {}
-        listed_counts: list[tuple[int, int]] = []  # (versions listed, versions taken) per listing
+        listings: list[bool] = []  # per listing: whether it lacks a version taken
+        held = 0  # versions taken that the last round's listings name
         round_medians: list[float] = []
         driver.phase("versions")
         bar = driver.progress(versioned * self.params["versions"], "versions", "version")
         for _ in range(self.params["versions"]):
             for index in range(versioned):
                 child = self.dataset.child(index)
-                self._change(system, driver, rng, child, now[index], changed)
+                replace_some(system, driver, rng, child, now[index], changed)
                 wait = last_taken.get(index, 0.0) + VERSION_SPACING + _MARGIN - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
@@ -82,10 +84,14 @@ class Versions(Workload):
                 if bar is not None:
                     bar.update(1)
             first = len(driver.outcome.times.get("list versions", ()))
+            held = 0  # this round's
             for index in range(versioned):
                 listed = driver.attempt("list versions", system.list_versions, self.dataset.child(index).path)
                 if listed is not None:
-                    listed_counts.append((len(listed), len(taken[index])))
+                    names = set(listed)
+                    found = sum(1 for url, _ in taken[index] if url in names)
+                    listings.append(found < len(taken[index]))  # a version taken, not listed
+                    held += found
             this_round = driver.outcome.times.get("list versions", [])[first:]  # the clock's, this round's
             round_medians.append(stats.median(this_round) if this_round else None)
         if bar is not None:
@@ -95,7 +101,9 @@ class Versions(Workload):
         for index in range(versioned):
             if not taken[index]:
                 continue
-            url, state = rng.choice(taken[index])
+            # A version of the past (the last one's state is the child's own, which a system
+            # answering with the resource as it is would pass for).
+            url, state = rng.choice(taken[index][:-1] or taken[index])
             child = self.dataset.child(index)
             retrieval = driver.attempt("get version", system.get_version, child.path, url)
             if retrieval is None:
@@ -108,44 +116,25 @@ class Versions(Workload):
         driver.outcome.details = {"versions": {
             "versioned": versioned, "per_resource": self.params["versions"], "changed_per_version": changed,
             "requested": versioned * self.params["versions"], "created": created,
-            "listings": len(listed_counts),
-            "listed_short": sum(1 for listed, expected in listed_counts if listed < expected),
+            "listings": len(listings), "listed_short": sum(listings), "held": held,
             "sampled": read, "verified": verified, "mismatched": read - verified,
             "list_first_ms": _ms(round_medians[0]) if round_medians else None,
             "list_last_ms": _ms(round_medians[-1]) if round_medians else None,
         }}
         return driver.outcome
 
-    def _change(self, system, driver, rng, child, changed: dict[int, str], count: int) -> None:
-        """Replace ``count`` random literals of ``child`` (one update); ``changed`` follows what it holds."""
-        literals = literals_now(child, changed)
-        slots = rng.sample(range(len(literals)), count)
-        seen = {value for _, value in literals}
-        news = []
-        for slot in slots:
-            news.append(draw_literal(rng, len(literals[slot][1]), seen))
-            seen.add(news[-1])
-        refused = driver.outcome.errors.get("update", 0)
-        driver.attempt("update", system.replace_literals, child.path,
-                       [(*literals[slot], new) for slot, new in zip(slots, news)])
-        if driver.outcome.errors.get("update", 0) == refused:
-            changed.update(zip(slots, news))
-
     def record(self, outcome: Outcome, system) -> dict:
         created = outcome.created()
         versions = outcome.details["versions"]
         return {"sent": {"children": created, "triples": created * self.dataset.triples,
                          "versions": versions["requested"]},
-                "held": {"children": count_containment(outcome.retrieval), "versions": versions["created"]},
+                "held": {"children": count_containment(outcome.retrieval), "versions": versions["held"]},
                 **outcome.details}
 
 
 def _holds(retrieval, child, state: dict[int, str], triples: int) -> bool:
     """Whether a version read back holds ``child`` as it was: its triples, its literals then."""
-    expected: dict[str, set[str]] = {}
-    for predicate, value in literals_now(child, state):
-        expected.setdefault(predicate, set()).add(value)
-    return literals_if_whole(retrieval, triples) == expected
+    return literals_if_whole(retrieval, triples) == expected_literals(child, state)
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -49,11 +49,16 @@ from lakebench._termgc cimport drop_unused_terms, terms_generation
 
 import os
 
-#: A map written in place (``writemap``) grows by half of what is used, and by at least
-#: this much, or doubles while it is smaller: its file is allocated to its size.  Each
-#: growth maps the file again (munmap and mmap), which costs up to half a second at tens
-#: of GB: fewer, larger steps.
+#: A map written in place (``writemap``) has its file allocated ahead of its last page in
+#: steps of this much (``posix_fallocate``: about a millisecond a step here).  Its map
+#: grows (maps the file again: munmap and mmap, up to half a second at tens of GB) only
+#: once a store reaches the map it reserved, by half of what is used, and by at least this.
 WRITEMAP_STEP = 256 << 20
+#: The most pages one LMDB write transaction can take past the last committed page but for
+#: overflow pages (LMDB's dirty list, MDB_IDL_UM_MAX = 2**17 entries, one page each, is
+#: checked at every page allocation, written in place or not: MDB_TXN_FULL past it).
+#: Overflow pages hold values over about 2 KB (long terms): at most twice their bytes.
+TXN_PAGES = 1 << 17
 
 # Made by the modules that own them; Python reads them here.
 from lakebench._codec import (FORMAT_VERSION, DB_NAMES, ID_LITERAL_BIT, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
@@ -104,6 +109,7 @@ cdef class Environment:
     cdef readonly str durability   # "durable" or "nosync" (lakebench.durability)
     cdef readonly bint readonly
     cdef readonly bint writemap
+    cdef readonly size_t allocated    # writemap: the data file's bytes allocated from its start
     cdef public int open_txns
     cdef PyThread_type_lock wlock
     cdef long writer_thread
@@ -170,9 +176,9 @@ cdef class Environment:
                 raise_rc(rc, f"cannot open LMDB environment {self.path!r}")
             if not self.writemap:
                 break
-            mdb_env_info(self.env, &info)
+            self.allocated = 0
             try:  # before the first write through the map
-                self._allocate(info.me_mapsize)
+                self.ensure_room()
                 break
             except OSError:
                 # No room for the map's blocks: the file back to its pages, and the
@@ -193,11 +199,11 @@ cdef class Environment:
                     if grown == 8:
                         raise
                     mdb_env_info(self.env, &info)
-                    if self.writemap:
-                        self._allocate(info.me_mapsize * 2)
                     rc = mdb_env_set_mapsize(self.env, info.me_mapsize * 2)
                     if rc:
                         raise_rc(rc, "mdb_env_set_mapsize")
+                    if self.writemap:
+                        self.ensure_room()
                     grown += 1
         except BaseException:
             mdb_env_close(self.env)
@@ -341,28 +347,41 @@ cdef class Environment:
             raise_rc(rc, "mdb_env_get_fd")
         return fd
 
-    cdef int _allocate(self, size_t size) except -1:
-        """Give the data file its blocks up to ``size`` bytes (a map written in place); on
-        failure (OSError, ENOSPC on a full disk) the file keeps the size it had."""
+    cdef int _allocate(self, size_t start, size_t stop) except -1:
+        """Give the data file its blocks from ``start`` to ``stop`` (a map written in place:
+        LMDB made the file as long as the map, sparse); OSError (ENOSPC on a full disk) when
+        the disk has not the room, ``allocated`` as it was."""
         cdef int fd = self._fd()
-        cdef object before = os.fstat(fd).st_size
         try:
-            os.posix_fallocate(fd, 0, size)
+            os.posix_fallocate(fd, start, stop - start)
         except OSError as exc:
-            try:
-                os.ftruncate(fd, before)  # what a failed allocation took past the file's end, back
-            except OSError:
-                pass
-            raise OSError(exc.errno, f"cannot allocate {size:,} bytes to {self.path}/data.mdb "
+            raise OSError(exc.errno, f"cannot allocate {stop - start:,} bytes to {self.path}/data.mdb "
                                      f"for its map: {exc.strerror}") from None
+        self.allocated = max(self.allocated, stop)
         return 0
 
-    cdef int _allocate_map(self) except -1:
-        """A map written in place, resized to what another process made it: its blocks."""
+    def ensure_room(self, size_t more=0):
+        """A map written in place: make sure its file has blocks for whatever the open write
+        transaction may still take, and ``more`` bytes besides: TXN_PAGES past the last
+        committed page, allocated in steps of WRITEMAP_STEP (so that a page written through
+        the map always has its block: a full disk is ENOSPC here, never a SIGBUS at a write).
+        Cheap when there is room; may be called with transactions open (it does not remap)."""
         cdef MDB_envinfo info
+        cdef MDB_stat st
+        cdef size_t need
+        self._live()
+        if not self.writemap:
+            return
+        mdb_env_info(self.env, &info)
+        mdb_env_stat(self.env, &st)
+        need = min((info.me_last_pgno + 1 + <size_t>TXN_PAGES) * st.ms_psize + more, info.me_mapsize)
+        if self.allocated < need:
+            self._allocate(self.allocated, min(need + <size_t>WRITEMAP_STEP, info.me_mapsize))
+
+    cdef int _allocate_map(self) except -1:
+        """A map written in place, resized by another process: its room."""
         if self.writemap:
-            mdb_env_info(self.env, &info)
-            self._allocate(info.me_mapsize)
+            self.ensure_room()
         return 0
 
     cdef void _trim(self) noexcept:
@@ -388,26 +407,30 @@ cdef class Environment:
 
     def grow_due(self):
         """Whether the map should grow ahead of need: three quarters used, or, written in
-        place, less than a quarter of what it would grow by left (its file is allocated to it)."""
+        place, less than a transaction's room (TXN_PAGES) and a quarter of what it would grow
+        by left; or, written in place, its file's allocation behind (:meth:`ensure_room`)."""
         cdef MDB_envinfo info
         cdef MDB_stat st
-        cdef size_t used
+        cdef size_t used, room
         self._live()
         mdb_env_info(self.env, &info)
         mdb_env_stat(self.env, &st)
         used = (info.me_last_pgno + 1) * st.ms_psize
         if self.writemap:
-            return info.me_mapsize - min(used, info.me_mapsize) < self._extra(&info, used) // 4
+            room = <size_t>TXN_PAGES * st.ms_psize
+            return (info.me_mapsize - min(used, info.me_mapsize) < room + self._extra(&info, used) // 4
+                    or self.allocated < min(used + room, info.me_mapsize))
         return used * 4 > info.me_mapsize * 3
 
     def grow(self, size_t min_size=0):
         """Grow the map (at least to ``min_size``): double it, or, written in place, by
         half of what is used (at least WRITEMAP_STEP), its file allocated first (OSError
-        ENOSPC when the disk has not the room, the map as it was).  No transaction may be
-        open here."""
+        ENOSPC when the disk has not the room, the map as it was).  A map written in place
+        that has room left (it reserved far more than it uses) is not remapped: its file's
+        allocation catches up (:meth:`ensure_room`).  No transaction may be open here."""
         cdef MDB_envinfo info
         cdef MDB_stat st
-        cdef size_t size
+        cdef size_t size, used, room
         cdef int rc
         self._live()
         if self.open_txns:
@@ -415,13 +438,26 @@ cdef class Environment:
         mdb_env_info(self.env, &info)
         if self.writemap:
             mdb_env_stat(self.env, &st)
-            size = max(info.me_mapsize + self._extra(&info, (info.me_last_pgno + 1) * st.ms_psize), min_size)
-            self._allocate(size)
+            used = (info.me_last_pgno + 1) * st.ms_psize
+            room = <size_t>TXN_PAGES * st.ms_psize
+            if min_size <= info.me_mapsize and info.me_mapsize - min(used, info.me_mapsize) >= (
+                    room + self._extra(&info, used) // 4):
+                self.ensure_room()
+                return info.me_mapsize
+            size = max(info.me_mapsize + self._extra(&info, used), min_size)
         else:
             size = max(info.me_mapsize * 2, min_size)
         rc = mdb_env_set_mapsize(self.env, size)
         if rc:
             raise_rc(rc, "mdb_env_set_mapsize")
+        if self.writemap:
+            try:
+                self.ensure_room()
+            except OSError:
+                # No blocks for the larger map's room: the map as it was (LMDB sized the file
+                # to the larger map, sparse; what was allocated stays allocated).
+                mdb_env_set_mapsize(self.env, info.me_mapsize)
+                raise
         return size
 
     def sync(self, bint force=True):

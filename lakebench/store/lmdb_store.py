@@ -21,9 +21,17 @@ batch writes its pages in place through LMDB's memory map (MDB_WRITEMAP):
 a batch commit then has no pages to copy out (a tenth of the commit's time
 at 100,000 children), and the dirty pages are the file's, not the
 process's private memory.  A map written in place is a SIGBUS on a full
-disk wherever the file has no block, so its file is allocated to the map's
-size before the map opens or grows (:class:`~lakebench._store.Environment`):
-a full disk is ENOSPC when it grows, which :class:`NoSpaceError` reports.
+disk wherever the file has no block, so its file is allocated ahead of what
+a write may take (:meth:`~lakebench._store.Environment.ensure_room`, before
+each write of the batch): a full disk is ENOSPC there, which
+:class:`NoSpaceError` reports, before the write changes anything.
+
+**No remap on the write path.**  A writer opened without a ``map_size``
+reserves a map as large as the file system (:func:`map_reserve`): address
+space, not memory or disk.  Growing a map maps the whole file again (munmap
+and mmap, which at tens of GB took 100 to 450 ms, and every page faulted in
+again afterwards), so a store that never outgrows its map never pauses a
+write for it.
 The durable batch keeps LMDB's ``pwrite`` path: its commits are fsynced,
 and the power-loss harness (tests/store/test_powerloss.py) sees every byte
 it writes, which it would not through a map.
@@ -33,6 +41,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import threading
 import time
 from pathlib import Path
@@ -63,9 +72,16 @@ from lakebench.store.wal import (
     share_writers_lock,
 )
 
-#: Initial map size; the map doubles whenever it is three quarters full or full.
+#: The map of a store opened with an explicit small size, or read only; the map doubles
+#: whenever it is three quarters full or full.
 DEFAULT_MAP_SIZE = 256 << 20
+#: The largest map a writer reserves (see :func:`map_reserve`): well within the 128 TiB of
+#: a 64-bit process's address space, and more than a store of this kind has yet needed.
+MAX_RESERVE = 4 << 40
 _MAX_GROWTHS = 24
+#: What one write's long terms may take beyond the batch's, in a map written in place: twice
+#: a body of 32 MiB (the server takes 16 MiB at most).
+_WRITE_ROOM = 64 << 20
 #: A batch is committed after this many logged writes, or this many bytes of log.
 #: 1,024 was chosen when a batch's commit rewrote most leaves of the hash index
 #: t2i whatever its size (at 30,000 children, per child 0.96 ms at 256, 0.73 at
@@ -120,6 +136,18 @@ def _thread_bytes_written() -> int | None:
     return None
 
 
+def map_reserve(path) -> int:
+    """The map a writer of the store at ``path`` reserves: the size of the file system it is
+    on (a store cannot outgrow it), at least DEFAULT_MAP_SIZE and at most MAX_RESERVE, or a
+    quarter of the process's address space when that is limited (``ulimit -v``)."""
+    stat = os.statvfs(path)
+    most = MAX_RESERVE
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        most = min(most, limit // 4)
+    return max(DEFAULT_MAP_SIZE, min(most, stat.f_blocks * stat.f_frsize)) & ~((1 << 20) - 1)
+
+
 def no_space(exc: BaseException) -> bool:
     """Whether ``exc`` (an OSError or an LMDB error) means the disk is full."""
     return getattr(exc, "errno", None) in _NO_SPACE or getattr(exc, "code", None) in _NO_SPACE
@@ -137,10 +165,12 @@ class LmdbStore:
     MDB_NOSYNC contract, and what pyoxigraph does by default).
     ``writemap``: the batch writes its pages in place through the map (see
     the module docstring); default (None): with ``nosync`` and the log.
+    ``map_size``: the map to open with; default (None): a writer reserves
+    :func:`map_reserve` (no growth, so no remap, on the write path).
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
-                 map_size: int = DEFAULT_MAP_SIZE, log: bool | None = None,
+                 map_size: int | None = None, log: bool | None = None,
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
@@ -203,6 +233,8 @@ class LmdbStore:
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
             # Only the log's owner, the one writer, leaves term ids unfiled.
+            if map_size is None:
+                map_size = DEFAULT_MAP_SIZE if readonly else map_reserve(self.path)
             self.env = Environment(self.path, map_size=map_size, durability=durability, readonly=readonly,
                                    writemap=writemap and log, defer_filing=log, filing_lag=filing_lag,
                                    filing_max=filing_max)
@@ -415,6 +447,9 @@ class LmdbStore:
         the record to wait for (None: nothing changed, or a pending transaction's)."""
         for _ in range(_MAX_GROWTHS):
             batch = self._open_batch()
+            # Written in place: blocks for what this write may add to the batch, before it
+            # writes (twice the batch's log for its long terms' overflow pages, and a write's).
+            self.env.ensure_room(2 * self._log.size + _WRITE_ROOM)
             txn = LoggedTxn(batch)
             try:
                 result = op(txn)

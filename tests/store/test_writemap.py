@@ -1,5 +1,6 @@
 """The nosync batch writes its pages in place through the map (MDB_WRITEMAP), its file
-allocated to the map's size: a full disk is an error when the map grows, never a SIGBUS."""
+allocated ahead of what a write may take: a full disk is an error, never a SIGBUS.  A writer
+reserves a map as large as its file system, so that it never remaps on the write path."""
 from __future__ import annotations
 
 import os
@@ -7,9 +8,12 @@ import subprocess
 import sys
 import textwrap
 
-from lakebench.store import LmdbStore, check
+import pytest
 
-from ..conftest import fill_disk
+from lakebench._store import TXN_PAGES, WRITEMAP_STEP
+from lakebench.store import LmdbStore, check, map_reserve
+
+from ..conftest import fill_disk, mounted_tmpfs
 
 
 def test_the_nosync_writer_writes_in_place_the_others_do_not(tmp_path):
@@ -87,3 +91,68 @@ def test_an_open_without_room_for_the_map_writes_with_pwrite(small_disk):
         filler.unlink()
     with LmdbStore(small_disk / "s", durability="nosync", map_size=32 << 20) as store:
         assert store.count() == 1 and store.env.writemap  # room again
+
+
+@pytest.mark.parametrize("durability", ["nosync", "durable"])
+def test_a_writer_reserves_its_file_system_and_never_remaps(tmp_path, durability):
+    path = tmp_path / "s"
+    with LmdbStore(path, durability=durability, batch_writes=50) as store:
+        reserved = store.env.info()["map_size"]
+        assert reserved == map_reserve(path) >= os.statvfs(path).f_blocks * os.statvfs(path).f_frsize - (1 << 20)
+        for k in range(40):
+            store.add([(f"http://e/s{k}", "http://e/p", "y" * 3000 + str(j), "http://e/g") for j in range(100)])
+        info = store.env.info()
+        assert info["map_size"] == reserved  # grown by nothing: no remap
+        if durability == "nosync":
+            # Blocks for the pages used and a transaction's room, not for the map reserved.
+            blocks = os.stat(path / "data.mdb").st_blocks * 512
+            room = TXN_PAGES * info["page_size"]
+            assert info["used_bytes"] + room <= blocks <= info["used_bytes"] + room + (64 << 20) * 3 + WRITEMAP_STEP
+    assert check(path) == []
+
+
+@pytest.fixture
+def roomy_disk(tmp_path):
+    """A tmpfs of 1 GiB: room for a map written in place and its room, then full."""
+    yield from mounted_tmpfs(tmp_path, 1 << 30)
+
+
+RESERVING_WRITER = textwrap.dedent("""
+    import sys
+    from lakebench.store import LmdbStore, NoSpaceError
+    store = LmdbStore(sys.argv[1], durability="nosync", batch_writes=16)
+    assert store.env.writemap
+    acknowledged = 0
+    try:
+        for i in range(10**6):
+            store.add([(f"http://e/s{i}", "http://e/p", "x" * 200_000 + str(i), "http://e/g")])
+            acknowledged += 1
+    except NoSpaceError as exc:
+        print("refused", acknowledged, exc, flush=True)
+    assert store.count() == acknowledged
+    try:
+        store.close()
+    except NoSpaceError as exc:
+        print("close refused", exc, flush=True)
+""")
+
+
+def test_a_reserved_map_written_in_place_fills_its_disk_without_a_sigbus(roomy_disk):
+    """The default map (as large as the file system) written in place until the disk is full:
+    every write is refused before it takes a page with no block, the process lives, and every
+    acknowledged write is there once space is back."""
+    path = roomy_disk / "s"
+    done = subprocess.run([sys.executable, "-c", RESERVING_WRITER, str(path)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]  # a SIGBUS would be -7
+    refused = next(line for line in done.stdout.splitlines() if line.startswith("refused"))
+    acknowledged = int(refused.split()[1])
+    # Refused while the disk still had the room a write may need (a transaction's room, TXN_PAGES):
+    # 500 writes of 200 kB are 100 MB of this GiB.
+    assert acknowledged > 500 and "no space" in refused
+    for leftover in roomy_disk.iterdir():
+        if leftover.name != "s":
+            leftover.unlink()
+    with LmdbStore(path, durability="nosync", map_size=1 << 30) as store:
+        assert store.count() == acknowledged
+    assert check(path) == []

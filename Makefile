@@ -29,6 +29,7 @@ docs: $(STAMP)
 	$(VENV)/bin/lakebench report docs/runs/inprocess --out docs/performance/inprocess --title "Measured: the in-process stores"
 	$(VENV)/bin/lakebench report docs/runs/http --out docs/performance/http --title "Measured: over HTTP, beside Fedora"
 	$(VENV)/bin/lakebench report docs/runs/users --out docs/performance/users --title "Measured: many clients at once"
+	$(VENV)/bin/lakebench report docs/runs/versions --out docs/performance/versions --title "Measured: versions taken, listed and read"
 	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "HTML: docs/_build/html/index.html"
 

@@ -120,31 +120,28 @@ class BinaryFiles:
         """Give a received upload its final name, durably; the name (idempotent)."""
         if upload.name is None:
             name = uuid.uuid4().hex
-            final = self.directory / name
-            try:
-                os.rename(upload.path, final)
-                if self.durability.syncs:
-                    fsync_path(self.directory)
-            except OSError as exc:
-                if no_space(exc):
-                    raise insufficient_storage() from None
-                raise
-            upload.path, upload.name = final, name
+            self._name_durably(os.rename, upload.path, name)
+            upload.path, upload.name = self.directory / name, name
         return upload.name
 
     def link(self, name: str) -> str:
         """A second name for the file ``name`` (a hard link: its bytes are not copied, and
         stay while either name does), durably; the new name."""
         new = uuid.uuid4().hex
+        self._name_durably(os.link, self.directory / name, new)
+        return new
+
+    def _name_durably(self, call, source, name: str) -> None:
+        """``call(source, <directory>/name)`` (a rename or a link), the directory synced when
+        durable; a full disk is 507."""
         try:
-            os.link(self.directory / name, self.directory / new)
+            call(source, self.directory / name)
             if self.durability.syncs:
                 fsync_path(self.directory)
         except OSError as exc:
             if no_space(exc):
                 raise insufficient_storage() from None
             raise
-        return new
 
     def discard(self, name: str) -> None:
         try:

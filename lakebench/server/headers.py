@@ -78,16 +78,7 @@ def negotiate(accept: str) -> str | None:
     if not accept.strip():
         return SERIALIZERS[0]
     best, best_q = None, 0.0
-    for item in accept.split(","):
-        parts = [p.strip() for p in item.split(";")]
-        media = parts[0].lower()
-        q = 1.0
-        for param in parts[1:]:
-            if param.startswith("q="):
-                try:
-                    q = float(param[2:])
-                except ValueError:
-                    q = 0.0
+    for media, q in _accept_items(accept):
         if media in ("*/*", "text/*"):
             candidate = SERIALIZERS[0]
         elif media == "application/*":
@@ -114,6 +105,18 @@ def quality(accept: str, media_type: str) -> float:
         return 1.0
     major = media_type.split("/")[0] + "/*"
     found: dict[str, float] = {}
+    for media, q in _accept_items(accept):
+        found.setdefault(media, q)
+    for candidate in (media_type, major, "*/*"):
+        if candidate in found:
+            return found[candidate]
+    return 0.0
+
+
+def _accept_items(accept: str) -> list[tuple[str, float]]:
+    """(media range, lowercase; its q-value) of each item of an Accept header, in order
+    (a q that is not a number is 0)."""
+    items = []
     for item in accept.split(","):
         parts = [p.strip() for p in item.split(";")]
         q = 1.0
@@ -123,11 +126,8 @@ def quality(accept: str, media_type: str) -> float:
                     q = float(param[2:])
                 except ValueError:
                     q = 0.0
-        found.setdefault(parts[0].lower(), q)
-    for candidate in (media_type, major, "*/*"):
-        if candidate in found:
-            return found[candidate]
-    return 0.0
+        items.append((parts[0].lower(), q))
+    return items
 
 
 @dataclass(frozen=True)

@@ -42,15 +42,17 @@ def test_the_file_holds_blocks_for_the_whole_map_and_gives_them_back_at_close(tm
     assert check(tmp_path / "s") == []
 
 
-WRITER = textwrap.dedent("""
+#: A writer until the disk is full, in a child process (a SIGBUS would kill it): each write one
+#: literal of LITERAL characters, to a store opened with STORE_ARGS.
+WRITER_TEMPLATE = textwrap.dedent("""
     import sys
     from lakebench.store import LmdbStore, NoSpaceError
-    store = LmdbStore(sys.argv[1], durability="nosync", map_size=1 << 20, batch_writes=64)
+    store = LmdbStore(sys.argv[1], durability="nosync", STORE_ARGS)
     assert store.env.writemap
     acknowledged = 0
     try:
         for i in range(10**6):
-            store.add([(f"http://e/s{i}", "http://e/p", "x" * 2000 + str(i), "http://e/g")])
+            store.add([(f"http://e/s{i}", "http://e/p", "x" * LITERAL + str(i), "http://e/g")])
             acknowledged += 1
     except NoSpaceError as exc:
         print("refused", acknowledged, exc, flush=True)
@@ -60,6 +62,7 @@ WRITER = textwrap.dedent("""
     except NoSpaceError as exc:  # the last batch: in the log, for the next open
         print("close refused", exc, flush=True)
 """)
+WRITER = WRITER_TEMPLATE.replace("STORE_ARGS", "map_size=1 << 20, batch_writes=64").replace("LITERAL", "2000")
 
 
 def test_a_full_disk_is_an_error_when_the_map_grows_not_a_sigbus(small_disk):
@@ -117,24 +120,7 @@ def roomy_disk(tmp_path):
     yield from mounted_tmpfs(tmp_path, 1 << 30)
 
 
-RESERVING_WRITER = textwrap.dedent("""
-    import sys
-    from lakebench.store import LmdbStore, NoSpaceError
-    store = LmdbStore(sys.argv[1], durability="nosync", batch_writes=16)
-    assert store.env.writemap
-    acknowledged = 0
-    try:
-        for i in range(10**6):
-            store.add([(f"http://e/s{i}", "http://e/p", "x" * 200_000 + str(i), "http://e/g")])
-            acknowledged += 1
-    except NoSpaceError as exc:
-        print("refused", acknowledged, exc, flush=True)
-    assert store.count() == acknowledged
-    try:
-        store.close()
-    except NoSpaceError as exc:
-        print("close refused", exc, flush=True)
-""")
+RESERVING_WRITER = WRITER_TEMPLATE.replace("STORE_ARGS", "batch_writes=16").replace("LITERAL", "200_000")
 
 
 def test_a_reserved_map_written_in_place_fills_its_disk_without_a_sigbus(roomy_disk):

@@ -84,6 +84,7 @@ class Monitor:
         self._thread = threading.Thread(target=self._run, name="lakebench-monitor", daemon=True)
         self._processes: dict[int, psutil.Process] = {}
         self._t0 = time.monotonic()
+        self._sampling = threading.Lock()  # the thread's samples and a phase's last one, one at a time
 
     def watch(self, pid: int | None, directory: str | os.PathLike | None = None) -> None:
         """Switch to another process (a server the system started), or to none."""
@@ -150,9 +151,20 @@ class Monitor:
         self.samples.append(record)
         return record
 
+    def enter_phase(self, phase: str) -> None:
+        """Start ``phase``; while the thread runs, the phase that ends gets a sample of its last state,
+        so that a phase shorter than the interval still has one of what it did."""
+        if phase == self.phase:
+            return
+        if self._thread.is_alive():
+            with self._sampling:
+                self.sample()
+        self.phase = phase
+
     def _run(self) -> None:
         while True:
-            self.sample()
+            with self._sampling:
+                self.sample()
             if self._stop.wait(self.interval):
                 return
 

@@ -372,7 +372,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
             event = json.loads(line)
             kind = event["event"]
             if kind == "phase":
-                monitor.phase = event["phase"]
+                monitor.enter_phase(event["phase"])
             elif kind == "progress":
                 monitor.children = event["children"]
             elif kind == "pid":

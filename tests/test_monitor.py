@@ -62,3 +62,26 @@ def test_cpu_and_anon_of_self():
         pass
     assert tree_cpu_seconds(os.getpid()) - start >= 0.15
     assert rss_anon_bytes(os.getpid()) > 0
+
+
+def test_a_phase_shorter_than_the_interval_gets_a_sample_of_its_end():
+    """Entering a phase samples the one that ends, with the children made by then, while the thread runs."""
+    monitor = Monitor(os.getpid(), interval=3600).start()  # one sample at start, then none of its own
+    try:
+        deadline = time.monotonic() + 30
+        while not monitor.samples and time.monotonic() < deadline:
+            time.sleep(0.01)
+        monitor.enter_phase("ingest")
+        monitor.children = 7
+        monitor.enter_phase("close")
+        monitor.enter_phase("close")  # the same phase again: nothing ends, nothing sampled
+    finally:
+        monitor.stop()
+    assert [(s["phase"], s["children"]) for s in monitor.samples] == [("start", 0), ("start", 0), ("ingest", 7)]
+    assert monitor.phase == "close"
+
+
+def test_no_phase_sample_before_the_thread_starts():
+    monitor = Monitor(os.getpid(), interval=3600)
+    monitor.enter_phase("ingest")
+    assert monitor.samples == [] and monitor.phase == "ingest"

@@ -20,6 +20,7 @@ class ThreadPoolMonitor:
         self.interval = interval
         self._greenlet = None
         self._stopped = None
+        self._sampling = None  # one sample at a time: the loop's and a phase's end share the Monitor
 
     @property
     def active(self) -> bool:
@@ -31,18 +32,26 @@ class ThreadPoolMonitor:
             m.samples.append({"t": round(time.monotonic() - self._t0, 3), "phase": m.phase, "children": m.children,
                               "disk_bytes": directory_bytes(m.directory)})
 
+    def _sample_now(self) -> None:
+        """One sample on the thread pool; the calling greenlet waits for it, the others run."""
+        import gevent
+
+        with self._sampling:
+            gevent.get_hub().threadpool.apply(self._sample)
+
     def start(self) -> None:
         import gevent
         import gevent.event
+        import gevent.lock
 
         if not self.active:
             return
         self._stopped = gevent.event.Event()
-        pool = gevent.get_hub().threadpool
+        self._sampling = gevent.lock.Semaphore()
 
         def loop():
             while True:
-                pool.apply(self._sample)
+                self._sample_now()
                 if self._stopped.wait(self.interval):
                     return
 
@@ -50,18 +59,20 @@ class ThreadPoolMonitor:
 
     def stop(self) -> None:
         if self._greenlet is not None:
-            import gevent
-
             self._stopped.set()
             self._greenlet.join()
             self._greenlet = None
-            gevent.get_hub().threadpool.apply(self._sample)  # the state at the end
+            self._sample_now()  # the state at the end
 
     def set(self, phase: str | None = None, children: int | None = None) -> None:
-        if phase is not None:
-            self.monitor.phase = phase
         if children is not None:
             self.monitor.children = children
+        if phase is not None and phase != self.monitor.phase:
+            if self._greenlet is not None:
+                # The state at the end of the phase, whatever the interval: an ingest shorter than one
+                # interval still has a sample of what it made.
+                self._sample_now()
+            self.monitor.phase = phase
 
     @property
     def samples(self) -> list[dict]:

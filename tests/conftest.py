@@ -9,6 +9,16 @@ import pytest
 from lakebench.dataset import DataSet
 
 
+@pytest.fixture(scope="session")
+def running_fedora(tmp_path_factory):
+    """One real Fedora 4.7.5 for the session's tests that need one running, each under parents of
+    its own (a JVM start is 13 to 16 s of the suite's time); stopped at the end of the session."""
+    from lakebench.systems import fcrepo
+
+    with fcrepo.start(data_dir=tmp_path_factory.mktemp("fedora")) as server:
+        yield server
+
+
 @pytest.fixture
 def small_workload() -> DataSet:
     return DataSet(children=20, seed=7)

@@ -21,7 +21,8 @@ def _lakebench(*args: str) -> subprocess.CompletedProcess:
 def run_dir(tmp_path_factory):
     """A small real run, two repeats (so each metric has its noise)."""
     out = tmp_path_factory.mktemp("compare") / "base"
-    done = _lakebench("run", "--systems", "lmdb-nosync,memory", "--children", "40", "--repeat", "2",
+    done = _lakebench("run", "--systems", "lmdb-nosync,memory",
+                      "--tail-seconds", "0", "--children", "40", "--repeat", "2",
                       "--retrievals", "3", "--out", str(out), "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
     return out

@@ -15,6 +15,7 @@ from lakebench import environment
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("provenance") / "run"
     subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--systems", "memory,lmdb,oxigraph",
+                    "--tail-seconds", "0",
                     "--children", "20", "--out", str(out)], check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "lakebench.cli", "report", str(out), "--out", str(out / "report")],
                    check=True, capture_output=True)

@@ -13,6 +13,7 @@ from lakebench import figures
 
 def _run(out, *extra):
     subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--systems", "memory,lmdb-nosync",
+                    "--tail-seconds", "0",
                     "--children", "30", "--out", str(out), *extra], check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "lakebench.cli", "report", str(out), "--out", str(out / "report")],
                    check=True, capture_output=True)
@@ -58,6 +59,7 @@ def test_each_case_is_compared_with_the_reference_of_the_same_case(tmp_path):
 
     out = tmp_path / "sweep"
     subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--systems", "memory,lmdb-nosync",
+                    "--tail-seconds", "0",
                     "--children", "20,400", "--reference", "lmdb-nosync", "--out", str(out), "--quiet"],
                    check=True, capture_output=True)
     data = ReportData.load(out)

@@ -12,7 +12,8 @@ import pytest
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("standalone")
-    subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--systems", "memory,lmdb-nosync", "--children", "20",
+    subprocess.run([sys.executable, "-m", "lakebench.cli", "run", "--systems", "memory,lmdb-nosync",
+                    "--tail-seconds", "0", "--children", "20",
                     "--out", str(root / "run")], check=True, capture_output=True)
     out = root / "out"
     out.mkdir()

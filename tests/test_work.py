@@ -38,7 +38,8 @@ def test_each_run_records_it_and_the_report_shows_it(tmp_path):
     from lakebench.cli import main
 
     out = tmp_path / "out"
-    assert main(["run", "--systems", "lmdb-nosync,lmdb-http-nosync", "--children", "5", "--out", str(out),
+    assert main(["run", "--systems", "lmdb-nosync,lmdb-http-nosync",
+                 "--tail-seconds", "0", "--children", "5", "--out", str(out),
                  "--quiet"]) == 0
     document = results.load(out)
     by_name = {e["name"]: e for e in document["systems"]}

@@ -114,6 +114,7 @@ cdef class Environment:
     cdef PyThread_type_lock wlock
     cdef long writer_thread
     cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _termids)
+    cdef TTable spare_seen     # the last write transaction's table of terms, emptied, for the next
     cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _termids)
     cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
     cdef HSlots slice          # the buffers a sweep's slice is sorted in (defer_filing only)
@@ -288,6 +289,7 @@ cdef class Environment:
             mdb_env_close(self.env)
             self.env = NULL
         tt_free(&self.cache)
+        tt_free(&self.spare_seen)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
         hslots_free(&self.slice)
@@ -310,6 +312,7 @@ cdef class Environment:
             mdb_env_close(self.env)
             self.env = NULL
         tt_clear(&self.cache)
+        tt_free(&self.spare_seen)
         ht_free(&self.unfiled)
         bloom_free(&self.bloom)
         hslots_free(&self.slice)
@@ -491,6 +494,26 @@ cdef uint32_t _format_of(MDB_txn* txn, MDB_dbi meta):
     return get_be32(<uint8_t*>v.mv_data)
 
 
+cdef enum:
+    SPARE_SEEN_MAX = 64 << 20   # a table whose terms took more (one huge transaction) is freed
+
+cdef void keep_seen(TTable* seen, TTable* spare) noexcept nogil:
+    """Keep a finished write transaction's table of terms, emptied, for the next write.
+
+    A batch of 1,024 seed children fills it with 32 MiB of terms.  Freed at
+    each commit, it was built again from nothing by the next batch, growing
+    by doubling (fresh memory faulted in, its slots rehashed) at the same
+    writes of every batch, which became a million-child ingest's slowest
+    writes (docs/store.rst, "The batch's table of terms kept")."""
+    if seen.arena.cap > SPARE_SEEN_MAX:
+        tt_free(seen)
+        return
+    tt_clear(seen)
+    tt_free(spare)   # empty: the transaction took it
+    spare[0] = seen[0]
+    memset(seen, 0, sizeof(TTable))
+
+
 cdef class Txn:
     """A read or write transaction; every store operation runs inside one.
 
@@ -532,6 +555,8 @@ cdef class Txn:
             with nogil:
                 PyThread_acquire_lock(env.wlock, WAIT_LOCK)
             env.writer_thread = me
+            t.core.seen = env.spare_seen   # the writer lock guards the spare
+            memset(&env.spare_seen, 0, sizeof(TTable))
         with nogil:
             rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
         if rc == MDB_MAP_RESIZED and env.open_txns == 0:
@@ -630,6 +655,7 @@ cdef class Txn:
                 self.env.unfiled.valid = False
         self.env.open_txns -= 1
         if self.write:
+            keep_seen(&self.core.seen, &self.env.spare_seen)
             self.env.writer_thread = -1
             PyThread_release_lock(self.env.wlock)
         return rc

@@ -167,11 +167,8 @@ def test_forked_workers_share_one_dispenser_then_the_read_mix(fake_ldp, tmp_path
 # -- against a real Fedora ------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def fedora(tmp_path_factory):
-    from lakebench.systems import fcrepo
-
-    with fcrepo.start(data_dir=tmp_path_factory.mktemp("fedora")) as server:
-        yield server
+def fedora(running_fedora):
+    return running_fedora
 
 
 def containment(base_url: str, parent: str) -> int:

@@ -18,9 +18,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def fedora(tmp_path_factory):
-    with fcrepo.start(data_dir=tmp_path_factory.mktemp("fedora")) as server:
-        yield server
+def fedora(running_fedora):
+    return running_fedora
 
 
 def test_ldp_system_against_a_running_fedora(fedora, tmp_path):

@@ -10,13 +10,24 @@ from lakebench.dataset import DataSet
 
 
 @pytest.fixture(scope="session")
-def running_fedora(tmp_path_factory):
-    """One real Fedora 4.7.5 for the session's tests that need one running, each under parents of
-    its own (a JVM start is 13 to 16 s of the suite's time); stopped at the end of the session."""
+def fedora_server(tmp_path_factory):
+    """``fedora_server(version)``: a real Fedora of that version, running, shared by the session's tests
+    that need one (each under parents of its own): a JVM start is 13 to 16 s of the suite's time.  Started
+    at its first request, and again at the next one after a test stopped it; stopped at the end."""
     from lakebench.systems import fcrepo
 
-    with fcrepo.start(data_dir=tmp_path_factory.mktemp("fedora")) as server:
-        yield server
+    servers = {}
+
+    def running(version: str = fcrepo.DEFAULT_VERSION):
+        server = servers.get(version)
+        if server is None or not server.is_running():
+            data = tmp_path_factory.mktemp(f"fcrepo-{version}")
+            server = servers[version] = fcrepo.start(version, data_dir=data, heap="1g")
+        return server
+
+    yield running
+    for server in servers.values():
+        server.stop()
 
 
 @pytest.fixture

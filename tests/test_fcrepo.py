@@ -358,17 +358,11 @@ LDP_CONTAINS = "http://www.w3.org/ns/ldp#contains"
 
 
 @pytest.fixture(scope="module", params=["4.7.5", pytest.param("6.1.0", marks=pytest.mark.slow)])
-def fedora(request, tmp_path_factory):
-    """One real Fedora per version for the whole module, stopped at the end."""
+def fedora(request, fedora_server):
+    """A real Fedora of each version, the session's (test_fedora_stop_ends_the_jvm, last, stops it)."""
     if shutil.which("java") is None:
         pytest.skip("java is not installed (apt-get install -y openjdk-17-jre-headless)")
-    data = tmp_path_factory.mktemp(f"fcrepo-{request.param}")
-    t0 = time.monotonic()
-    fedora = fcrepo.start(request.param, data_dir=data, heap="1g")
-    print(f"Fedora {request.param} up in {time.monotonic() - t0:.1f} s, "
-          f"RSS {psutil.Process(fedora.pid).memory_info().rss / 1e6:.0f} MB")
-    with fedora:
-        yield fedora
+    return fedora_server(request.param)
 
 
 @pytest.mark.fcrepo

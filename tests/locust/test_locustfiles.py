@@ -167,8 +167,8 @@ def test_forked_workers_share_one_dispenser_then_the_read_mix(fake_ldp, tmp_path
 # -- against a real Fedora ------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def fedora(running_fedora):
-    return running_fedora
+def fedora(fedora_server):
+    return fedora_server()
 
 
 def containment(base_url: str, parent: str) -> int:

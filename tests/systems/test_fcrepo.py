@@ -18,8 +18,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def fedora(running_fedora):
-    return running_fedora
+def fedora(fedora_server):
+    return fedora_server()
 
 
 def test_ldp_system_against_a_running_fedora(fedora, tmp_path):

@@ -66,6 +66,13 @@ def rss_anon_bytes(pid: int) -> int | None:
     return None
 
 
+#: The shortest window a CPU share is measured over: psutil counts CPU time in clock ticks (10 ms
+#: here), so a share over a few milliseconds (a phase's last sample, taken just after a regular one)
+#: would read 0% or several hundred.  A sample taken sooner records no ``cpu_percent``, and the
+#: window goes on to the next sample.
+MIN_CPU_WINDOW = 0.1
+
+
 class Monitor:
     """Samples a process tree and a directory on a background thread.
 
@@ -85,6 +92,7 @@ class Monitor:
         self._processes: dict[int, psutil.Process] = {}
         self._t0 = time.monotonic()
         self._sampling = threading.Lock()  # the thread's samples and a phase's last one, one at a time
+        self._cpu_since = float("-inf")  # when the CPU window of the next sample's cpu_percent began
 
     def watch(self, pid: int | None, directory: str | os.PathLike | None = None) -> None:
         """Switch to another process (a server the system started), or to none."""
@@ -125,10 +133,13 @@ class Monitor:
         """Take one sample now (also used by tests)."""
         cpu = rss = vms = anon = 0.0
         alive = 0
+        now = time.monotonic()
+        measure_cpu = now - self._cpu_since >= MIN_CPU_WINDOW
         for proc in self._tree():
             try:
                 with proc.oneshot():
-                    cpu += proc.cpu_percent(interval=None)
+                    if measure_cpu:
+                        cpu += proc.cpu_percent(interval=None)
                     mem = proc.memory_info()
                 rss += mem.rss
                 vms += mem.vms
@@ -139,15 +150,17 @@ class Monitor:
         if not alive:
             return None
         record = {
-            "t": round(time.monotonic() - self._t0, 3),
+            "t": round(now - self._t0, 3),
             "phase": self.phase,
             "children": self.children,
-            "cpu_percent": round(cpu, 1),
             "rss_bytes": int(rss),
             "rss_anon_bytes": int(anon),
             "vms_bytes": int(vms),
             "disk_bytes": directory_bytes(self.directory),
         }
+        if measure_cpu:
+            record["cpu_percent"] = round(cpu, 1)
+            self._cpu_since = now
         self.samples.append(record)
         return record
 

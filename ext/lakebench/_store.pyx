@@ -31,8 +31,8 @@ from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
-from lakebench._tables cimport (TTable, HTable, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free, tt_clear,
-                               buf_free,
+from lakebench._tables cimport (TTable, TEntry, HTable, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
+                               tt_clear, buf_free,
                                qb_push, qb_free,
                                ht_free, bloom_free, HSlots, hslots_free)
 from lakebench._ntparser cimport Parser, parser_init, parser_free, parse_ntriples, parse_error_args
@@ -495,7 +495,7 @@ cdef uint32_t _format_of(MDB_txn* txn, MDB_dbi meta):
 
 
 cdef enum:
-    SPARE_SEEN_MAX = 64 << 20   # a table whose terms took more (one huge transaction) is freed
+    SPARE_SEEN_MAX = 64 << 20   # a table that took more, terms, entries and slots (one huge transaction), is freed
 
 cdef void keep_seen(TTable* seen, TTable* spare) noexcept nogil:
     """Keep a finished write transaction's table of terms, emptied, for the next write.
@@ -505,7 +505,7 @@ cdef void keep_seen(TTable* seen, TTable* spare) noexcept nogil:
     by doubling (fresh memory faulted in, its slots rehashed) at the same
     writes of every batch, which became a million-child ingest's slowest
     writes (docs/store.rst, "The batch's table of terms kept")."""
-    if seen.arena.cap > SPARE_SEEN_MAX:
+    if seen.arena.cap + seen.ecap * sizeof(TEntry) + seen.nslots * sizeof(uint32_t) > SPARE_SEEN_MAX:
         tt_free(seen)
         return
     tt_clear(seen)

@@ -146,7 +146,7 @@ def test_lakebench_run_lakesuperior_from_the_command_line(tmp_path, capsys):
 def test_an_update_misreads_an_escaped_backslash(server, tmp_path):
     """Why the versions workload finds some of LAKEsuperior's versions not as sent (docs/performance.rst):
     its SPARQL Update parser (rdflib 5.0.0's ``decodeUnicodeEscape``) decodes an escaped backslash
-    followed by ``b``, ``f``, ``n``, ``r``, ``t`` or a quote as that escape.  The update's ``DELETE DATA``
+    followed by ``b``, ``f``, ``n``, ``r`` or ``t`` as that escape.  The update's ``DELETE DATA``
     of such a literal then matches nothing and its ``INSERT DATA`` stores another literal, while a literal
     without a backslash is replaced as sent by the same request.  The update sent is right: a correct
     SPARQL implementation replaces both."""

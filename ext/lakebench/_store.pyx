@@ -502,9 +502,9 @@ cdef void keep_seen(TTable* seen, TTable* spare) noexcept nogil:
 
     A batch of 1,024 seed children fills it with 32 MiB of terms.  Freed at
     each commit, it was built again from nothing by the next batch, growing
-    by doubling (fresh memory faulted in, its slots rehashed) at the same
-    writes of every batch, which became a million-child ingest's slowest
-    writes (docs/store.rst, "The batch's table of terms kept")."""
+    by doubling (fresh memory faulted in, its slots rehashed); kept, a
+    million-child ingest lost its slowest writes, the same few of every
+    batch (docs/store.rst, "The batch's table of terms kept")."""
     if seen.arena.cap + seen.ecap * sizeof(TEntry) + seen.nslots * sizeof(uint32_t) > SPARE_SEEN_MAX:
         tt_free(seen)
         return

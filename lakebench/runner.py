@@ -259,7 +259,7 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
                 **drivers.parent_times(outcome.times["get parent"]),
                 "all_seconds": [round(t, 6) for t in outcome.times["get parent"]],
                 "containment_triples": count_containment(outcome.retrieval),
-                "bytes": len(outcome.retrieval.body),
+                "bytes": outcome.retrieval.size,
                 "cache": outcome.cache,
                 **({"variants_seconds": outcome.variants} if outcome.variants else {}),
                 **({"paged": outcome.paged} if outcome.paged else {}),

@@ -324,6 +324,20 @@ def test_cliff_chart_from_a_real_run_under_a_budget(budget_dir, tmp_path, image_
     assert "A cross marks where a system spent its ingest budget of 200 ms" in text
 
 
+def test_cliff_chart_from_the_results_alone(budget_dir, tmp_path):
+    """A kept run may hold results.json without latencies.csv: the cliff chart then draws each case's
+    mean and p99.9 at the children it reached, and says so."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    shutil.copy(budget_dir / "results.json", kept / "results.json")
+    text = report.build_report(kept, tmp_path / "page", image_format="png").read_text("utf-8")
+    _assert_image(tmp_path / "page" / "cliff.png")
+    caption = text.split(".. figure:: cliff.png")[1].split("\n\n")[1]
+    assert "for lmdb-nosync, memory (no per-child times in the results)" in caption
+    assert "moving median" not in caption  # nothing is drawn from per-child times
+    assert "A cross marks where a system spent its ingest budget of 200 ms" in caption
+
+
 def test_children_reached_within_the_budget_table(budget_dir, tmp_path):
     text = report.build_report(budget_dir, tmp_path, image_format="png").read_text("utf-8")
     section = text.split("\nChildren reached within the budget\n---")[1].split("\nCharts\n")[0]
@@ -336,6 +350,16 @@ def test_children_reached_within_the_budget_table(budget_dir, tmp_path):
     assert section.count("not run: the budget ran out at ") == 2
     assert "**Budget** (200 ms of ingest per system and case): " in text  # the conclusions say it too
     assert "2 larger cases were not run after that" in text
+    # the page's first line names each system once and every size of the sweep
+    assert "Systems lmdb-nosync, memory measured on 5, 20,000 and 30,000 children (a case per size)" in text
+    # each case's tail and private memory beside its mean, in the one name each figure has
+    table = section.split(".. list-table::")[1]
+    for term in (figures.TIME_PER_CHILD, figures.TIME_PER_CHILD_P999, figures.TIME_PER_CHILD_MAX,
+                 figures.PEAK_PRIVATE):
+        assert f"     - {term.name}\n" in table, term.name
+    for entry in document["systems"]:
+        if entry["status"] == "ok":
+            assert f"     - {fmt.nobreak(figures.millis(entry['per_resource_ms']['p999']))}\n" in table
     time_table = text.split(".. list-table:: Time\n")[1].split(".. list-table::")[0]
     assert time_table.count("stopped\u00a0at") == 2
 

@@ -76,3 +76,52 @@ def test_growth_conclusion_mean_grew_says_whether_the_typical_child_did():
 def test_growth_conclusion_both_flat_adds_nothing():
     line = _growth_line(_data([1.0] * 10, [1.0] * 80, [1.02] * 10))
     assert "stayed flat" in line and ACCUMULATE not in line and PAUSES not in line, line
+
+
+# -- a sweep of sizes under a budget: compared where more than one system finished -------------
+
+def _case(name: str, asked: int, reached: int, mean_ms: float, seconds: float) -> dict:
+    """One system's case of a size sweep as the results hold it (budget spent when ``reached < asked``)."""
+    return {"name": name, "status": "ok", "children": reached, "children_requested": asked,
+            "budget_exhausted": reached < asked, "literal_length": 64, "durability": "nosync",
+            "transport": "in-process", "repeat": 1, "ingest_seconds": seconds,
+            "per_resource_ms": {"mean": mean_ms, "p95": mean_ms * 2, "p999": mean_ms * 5, "max": mean_ms * 9},
+            "triples_total": reached * 201, "parent": {"seconds": reached / 1e5}}
+
+
+def _sweep_data() -> ReportData:
+    systems = [
+        _case("fast", 1_000, 1_000, 1.0, 1.0), _case("quick", 1_000, 1_000, 2.0, 2.0),
+        _case("slow", 1_000, 1_000, 9.0, 9.0),
+        _case("fast", 10_000, 10_000, 1.0, 10.0), _case("quick", 10_000, 10_000, 2.0, 20.0),
+        _case("slow", 10_000, 3_000, 10.0, 30.0),  # stopped short: 3,000 children in the 30 s budget
+        _case("fast", 100_000, 30_000, 1.0, 30.0), _case("quick", 100_000, 15_000, 2.0, 30.0),
+        {"name": "slow", "status": "skipped", "children_requested": 100_000, "literal_length": 64,
+         "skip_reason": "the budget ran out at 3,000 children (case 10,000)"},
+    ]
+    document = {"workload": {"name": "flat", "literal_length": 64, "children": 1_000},
+                "settings": {"budget_seconds": 30.0}, "systems": systems}
+    return ReportData(Path("synthetic"), document, {})
+
+
+def test_a_size_sweep_is_compared_at_the_largest_size_two_systems_finished():
+    lines = conclusions.conclusions(_sweep_data())
+    (compared,) = [line for line in lines if line.startswith("**Compared at ")]
+    assert compared.startswith("**Compared at 10,000 children**")
+    (ingest,) = [line for line in lines if line.startswith("**Ingest**")]
+    # fast and quick finished 10,000; slow stopped at 3,000 and is not ranked against them
+    assert "created 10,000 children fastest" in ingest and "2.00x as long" in ingest
+    assert "slow" not in ingest
+    # the triples held differ only because the sizes reached do: no "Check" line
+    assert not [line for line in lines if line.startswith("**Check**")]
+    (budget,) = [line for line in lines if line.startswith("**Budget**")]
+    assert "slow (10,000 children) stopped at 3,000 children" in budget
+
+
+def test_systems_that_stopped_at_different_sizes_are_not_said_to_hold_different_data():
+    data = _sweep_data()
+    data.document["systems"] = [e for e in data.systems if e.get("children_requested") == 100_000]
+    lines = conclusions.conclusions(data)
+    assert not [line for line in lines if line.startswith("**Check**")]
+    (ingest,) = [line for line in lines if line.startswith("**Ingest**")]
+    assert "created its children fastest" in ingest  # no one size to name

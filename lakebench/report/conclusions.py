@@ -39,16 +39,50 @@ def _users_compared(data: ReportData) -> str | None:
 
 
 def _one_size(data: ReportData) -> list[dict]:
-    """The successful entries of the largest size at the data set's own literal length."""
+    """The successful entries compared: of a sweep of sizes, those of one size (:func:`_compared_size`) at
+    the data set's own literal length; those that finished, when more than one did (a case whose budget
+    ran out stopped at a size of its own)."""
     ok = data.ok
     length = get_path(data.document, "workload.literal_length")
     if len({e.get("literal_length") for e in ok}) > 1:
         ok = [e for e in ok if e.get("literal_length") == length]
     sizes = {results.case_children(e) for e in ok}
     if len(sizes) > 1:
-        largest = max(n for n in sizes if n is not None)
-        ok = [e for e in ok if results.case_children(e) == largest]
-    return ok
+        ok = [e for e in ok if results.case_children(e) == _compared_size(ok)]
+    finished = [e for e in ok if not e.get("budget_exhausted")]
+    return finished if len(finished) > 1 else ok  # those that stopped short: in the budget's line
+
+
+def _compared_size(ok: list[dict]) -> int:
+    """The size at which a sweep's systems are compared: the largest that more than one system
+    finished, for a case whose budget ran out stopped at a size of its own, and its running time,
+    memory and disk are of another container; the largest measured when none is shared."""
+    finished: dict[int, int] = {}
+    for e in ok:
+        if not e.get("budget_exhausted") and results.case_children(e) is not None:
+            finished[results.case_children(e)] = finished.get(results.case_children(e), 0) + 1
+    shared = [n for n, systems in finished.items() if systems > 1]
+    return max(shared) if shared else max(n for n in (results.case_children(e) for e in ok) if n is not None)
+
+
+def _size_compared(data: ReportData) -> str | None:
+    """Which size of a sweep of sizes the lines below compare, when it is not the largest."""
+    ok = data.ok
+    length = get_path(data.document, "workload.literal_length")
+    ok = [e for e in ok if e.get("literal_length", length) == length]
+    sizes = {results.case_children(e) for e in ok} - {None}
+    if len(sizes) < 2:
+        return None
+    size = _compared_size(ok)
+    if size == max(sizes):
+        return None
+    return (f"**Compared at {size:,} children**: the largest size that more than one system finished within "
+            "the budget, among the systems that finished it; a system that stopped short of a size is in the "
+            "line on the budget, and each system's scaling in its own line, below.")
+
+
+def _same_size(entries: list[dict]) -> bool:
+    return len({e.get("children") for e in entries}) == 1
 
 
 def _label(data: ReportData, entry: dict) -> str:
@@ -119,7 +153,8 @@ def conclusions(data: ReportData) -> list[str]:
         out.append("No system completed its runs, so there is nothing to compare.")
     else:
         children = ok[0].get("children") or data.children
-        of = f" {children:,} children" if children else " the children"
+        of = f" {children:,} children" if children and _same_size(ok) else " its children"
+        out.append(_size_compared(data))
         out.append(_users_compared(data))
         out.append(_ranked(
             data, "ingest_seconds",
@@ -259,7 +294,10 @@ def _disk_after_ingest(data: ReportData, entry: dict) -> float | None:
 
 
 def _triples(data: ReportData) -> str | None:
-    totals = {e["name"]: e.get("triples_total") for e in _compared(data) if e.get("triples_total") is not None}
+    compared = _compared(data)
+    if not _same_size(compared):
+        return None  # stopped at different sizes: their counts differ by that
+    totals = {e["name"]: e.get("triples_total") for e in compared if e.get("triples_total") is not None}
     if len(set(totals.values())) > 1:
         listed = ", ".join(f"{fmt.escape(name)} {count:,}" for name, count in totals.items())
         return (f"**Check**: the systems hold different numbers of triples at the end ({listed}): "
@@ -303,7 +341,7 @@ def caveats(data: ReportData) -> list[str]:
         listed = fmt.escape(", ".join(f"{n} {t}" for n, t in transports.items()))
         out.append(f"Transport differs ({listed}): in-process systems pay no HTTP or "
                    "serialization cost.")
-    children = data.children
+    children = max((e.get("children") or 0 for e in _compared(data)), default=0) or data.children
     if children and children < 10_000 and data.workload == "flat":
         out.append(f"Growth is measured over {children:,} children; the classic Fedora/LAKEsuperior "
                    "report used 10,000, and a trend may bend beyond the range measured.")

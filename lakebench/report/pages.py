@@ -45,9 +45,14 @@ def page(data: ReportData, figures: list[tuple[object, Path, str]], title: str,
 
 def _summary(data: ReportData) -> str:
     # Names and the reference come from the results file: escaped, as everywhere on the page.
-    names = fmt.escape(", ".join(e["name"] for e in data.systems))
+    names = fmt.escape(", ".join(dict.fromkeys(e["name"] for e in data.systems)))
+    sizes = sorted({n for n in (results.case_children(e) for e in data.systems) if n is not None})
     children = data.children
-    what = f"{children:,} children created under one parent container" if children else "the workload"
+    if len(sizes) > 1:
+        listed = ", ".join(f"{n:,}" for n in sizes[:-1]) + f" and {sizes[-1]:,}"
+        what = f"{listed} children (a case per size) created under one parent container"
+    else:
+        what = f"{children:,} children created under one parent container" if children else "the workload"
     ref = data.document.get("reference")
     reference = f" The reference, 100% in every percentage, is {fmt.escape(ref)}." if ref else ""
     users = {e["load"]["users"] for e in data.ok if (e.get("load") or {}).get("users")}
@@ -257,36 +262,66 @@ def results_section(data: ReportData) -> str:
     return "\n".join(out)
 
 
+#: The figures of each case in the table of sizes reached: the typical child, its tail, its growth,
+#: the parent and private memory at the size the case reached.
+CASE_FIGURES = (lakebench_figures.TIME_PER_CHILD, lakebench_figures.TIME_PER_CHILD_P999,
+                lakebench_figures.TIME_PER_CHILD_MAX, lakebench_figures.GROWTH, lakebench_figures.PARENT_STEADY,
+                lakebench_figures.PEAK_PRIVATE)
+
+
+def _case_cell(entry: dict, term) -> str:
+    value = number(get_path(entry, term.path))
+    if value is None:
+        return fmt.DASH
+    if term is lakebench_figures.GROWTH:
+        return fmt.ratio(value)
+    if term is lakebench_figures.PEAK_PRIVATE:
+        return fmt.size(value)
+    if term is lakebench_figures.PARENT_STEADY:
+        return fmt.seconds(value)
+    return fmt.millis(value)
+
+
 def budget_rows(data: ReportData) -> list[list[str]]:
-    """The table of children reached within the budget, header row first."""
-    rows = [["system", "children asked", "children reached", "ingest time", "outcome"]]
-    for e in data.systems:
+    """The table of children reached, case by case (header row first): each system's size asked and
+    reached, its running time, the figures of :data:`CASE_FIGURES` at that size, and the outcome."""
+    rows = [["system", "children asked", "children reached", lakebench_figures.RUNNING_TIME.name,
+             *(term.name for term in CASE_FIGURES), "outcome"]]
+    blank = [fmt.DASH] * (len(CASE_FIGURES) + 2)
+    finished = "finished within the budget" if data.budget_seconds is not None else "finished"
+    order = {name: i for i, name in enumerate(dict.fromkeys(e["name"] for e in data.systems))}
+    for e in sorted(data.systems, key=lambda e: (order[e["name"]], results.case_children(e) or 0)):
         asked = fmt.count(results.case_children(e))
         status = e.get("status")
         name = fmt.escape(e["name"])
         if status == "skipped":
-            rows.append([name, asked, fmt.DASH, fmt.DASH, f"not run: {fmt.escape(e.get('skip_reason') or '')}"])
+            rows.append([name, asked, *blank, f"not run: {fmt.escape(e.get('skip_reason') or '')}"])
         elif status != "ok":
-            rows.append([name, asked, fmt.DASH, fmt.DASH, "**failed**"])
+            rows.append([name, asked, *blank, "**failed**"])
         else:
-            outcome = "budget spent, stopped" if e.get("budget_exhausted") else "finished within the budget"
+            outcome = "budget spent, stopped" if e.get("budget_exhausted") else finished
             rows.append([name, asked, fmt.count(e.get("children")), fmt.nobreak(fmt.seconds(e["ingest_seconds"])),
-                         outcome])
+                         *(fmt.nobreak(_case_cell(e, term)) for term in CASE_FIGURES), outcome])
     return rows
 
 
 def budget_section(data: ReportData) -> str:
-    """Children reached within the budget (``--budget``): nothing when the run had none."""
+    """Children reached, system by system and case by case: with a budget (``--budget``) or a sweep of
+    sizes; nothing otherwise."""
     budget = data.budget_seconds
-    if budget is None:
+    sizes = {results.case_children(e) for e in data.systems}
+    if budget is None and len(sizes) < 2:
         return ""
-    out = [fmt.heading("Children reached within the budget", "-"),
-           f"Each system and case could spend {fmt.seconds(budget)} of ingest time (the sum of the "
-           f"per-child times, as **{lakebench_figures.RUNNING_TIME.name}** above; generation and checkpoints "
-           "not counted). A "
-           "system that spent it stopped there, and its parent was retrieved at the size it reached; "
-           "a larger case of a system that had already run out was not run.\n",
-           fmt.list_table(budget_rows(data), "Children reached within the budget")]
+    title = "Children reached within the budget" if budget is not None else "Children reached, case by case"
+    terms = lakebench_figures
+    intro = ("Each system's cases, smallest first, with the figures of the size each reached: "
+             + "; ".join(f"**{t.name}**: {t.means}" for t in CASE_FIGURES) + ".")
+    if budget is not None:
+        intro += (f" Each system and case could spend {fmt.seconds(budget)} of ingest time (the sum of the "
+                  f"per-child times, as **{terms.RUNNING_TIME.name}** above; generation and checkpoints not "
+                  "counted). A system that spent it stopped there, and its parent was retrieved at the size it "
+                  "reached; a larger case of a system that had already run out was not run.")
+    out = [fmt.heading(title, "-"), intro + "\n", fmt.list_table(budget_rows(data), title)]
     return "\n".join(out)
 
 

@@ -12,6 +12,7 @@ command line, and written nowhere.
 from __future__ import annotations
 
 import base64
+import io
 import ipaddress
 import json
 import os
@@ -46,9 +47,63 @@ class Retrieval:
     count is checked from what was really returned, for every system alike.
     """
 
-    body: bytes  # the serialized representation
+    #: The serialized representation: whole, or in the chunks an in-process store streamed it in
+    #: (joined, the parent of a million children would be held twice at once: ~47 MB each).
+    body: bytes | tuple[bytes, ...]
     parent_uri: str  # IRI of the parent in that representation
     content_type: str = "text/turtle"
+
+    @property
+    def size(self) -> int:
+        """The representation's length in bytes."""
+        return len(self.body) if isinstance(self.body, bytes) else sum(map(len, self.body))
+
+    def reader(self) -> io.RawIOBase:
+        """The representation as a binary stream, for a parser that reads as it goes (no joined copy).
+
+        >>> Retrieval((b"<a> <b> ", b"<c> ."), "a").reader().read(), Retrieval(b"x", "a").size
+        (b'<a> <b> <c> .', 1)
+        """
+        if isinstance(self.body, bytes):
+            return io.BytesIO(self.body)
+        return _ChunksReader(self.body)
+
+
+class _ChunksReader(io.RawIOBase):
+    """A raw stream over a sequence of byte chunks, read in order.
+
+    A read returns at most the rest of one chunk, as a raw stream may: a parser that asks for
+    megabytes at a time (pyoxigraph's grow to 4 MiB) then holds no buffer of that size.
+    """
+
+    def __init__(self, chunks: tuple[bytes, ...]):
+        self._chunks = iter(chunks)
+        self._current = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def _next(self) -> memoryview:
+        while not self._current:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._current = memoryview(chunk)
+        return self._current
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return self.readall()
+        current = self._next()
+        taken, self._current = current[:size], current[size:]
+        return bytes(taken)
+
+    def readinto(self, buffer) -> int:
+        current = self._next()
+        n = min(len(buffer), len(current))
+        buffer[:n] = current[:n]
+        self._current = current[n:]
+        return n
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,6 @@ def count_containment(retrieval) -> int:
     contains = ox.NamedNode(LDP_CONTAINS)
     return sum(
         1
-        for quad in ox.parse(retrieval.body, format=formats[media_type], base_iri=retrieval.parent_uri)
+        for quad in ox.parse(retrieval.reader(), format=formats[media_type], base_iri=retrieval.parent_uri)
         if quad.predicate == contains and quad.subject == parent
     )

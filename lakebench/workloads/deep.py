@@ -117,7 +117,7 @@ def graph_triples(retrieval) -> int:
     media_type = retrieval.content_type.split(";")[0].strip()
     formats = {"text/turtle": ox.RdfFormat.TURTLE, "application/n-triples": ox.RdfFormat.N_TRIPLES}
     subject = ox.NamedNode(retrieval.parent_uri)
-    return sum(1 for quad in ox.parse(retrieval.body, format=formats[media_type], base_iri=retrieval.parent_uri)
+    return sum(1 for quad in ox.parse(retrieval.reader(), format=formats[media_type], base_iri=retrieval.parent_uri)
                if quad.subject == subject and quad.predicate.value.startswith(NS))
 
 

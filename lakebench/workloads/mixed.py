@@ -144,5 +144,5 @@ def _literals(retrieval, predicate: str) -> set[str]:
     media_type = retrieval.content_type.split(";")[0].strip()
     p = ox.NamedNode(predicate)
     return {quad.object.value
-            for quad in ox.parse(retrieval.body, format=formats[media_type], base_iri=retrieval.parent_uri)
+            for quad in ox.parse(retrieval.reader(), format=formats[media_type], base_iri=retrieval.parent_uri)
             if quad.predicate == p and isinstance(quad.object, ox.Literal)}

@@ -106,7 +106,7 @@ def resource_triples(retrieval) -> list[tuple[str, object]]:
     fmt = getattr(ox.RdfFormat, FORMATS[media_type])
     subject = ox.NamedNode(retrieval.parent_uri)
     return [(quad.predicate.value, quad.object)
-            for quad in ox.parse(retrieval.body, format=fmt, base_iri=retrieval.parent_uri)
+            for quad in ox.parse(retrieval.reader(), format=fmt, base_iri=retrieval.parent_uri)
             if quad.subject == subject and quad.predicate.value.startswith(NS)]
 
 

@@ -237,10 +237,12 @@ def cliff(data: ReportData):
     """Every system's per-child time and parent GET against the container's size, on log-log axes.
 
     Drawn when the results hold a curve to draw: checkpoints, a sweep of
-    sizes, or a budget.
+    sizes, or a budget.  The per-child time is the moving median and 95th
+    percentile of the per-child times where ``latencies.csv`` holds them, and
+    otherwise (a kept run without it) each case's mean and p99.9 from
+    ``results.json`` at the children that case reached.
     """
-    scale = {name: entries for name, entries in data.scale().items()
-             if any(data.latency_runs(e) for e in entries)}
+    scale = data.scale()
     curve = (data.budget_seconds is not None or data.sweep()
              or any(e.get("checkpoints") for entries in scale.values() for e in entries))
     if not scale or not curve:
@@ -250,19 +252,40 @@ def cliff(data: ReportData):
     fig = new_figure(FIG_WIDTH, 8.4)
     put_ax, get_ax = fig.subplots(2, 1, sharex=True)
     handles = []
+    by_case: list[str] = []  # systems drawn from each case's figures, not per-child times
     for name, entries in scale.items():
         st = system_style(data, entries[0])
         color, ls = st["color"], st["ls"]
         handles.append(system_handle(data, entries[0], label=name))
-        # The longest series: every case starts with the same children, so the
-        # largest case reached holds the smaller ones' curves too.
-        longest = max((e for e in entries if data.latency_runs(e)), key=lambda e: e["children"])
-        xs, med, p95 = log_moving_stats(data.latency_runs(longest))
-        line, = put_ax.plot(xs, med * 1000, color=color, ls=ls, lw=2.2, zorder=layer(longest, 3))
-        tip(line, f"{name}: moving median, {fmt.millis(med[0] * 1000)} at first, "
-                  f"{fmt.millis(med[-1] * 1000)} at {fmt.count(int(xs[-1]))}")
-        line, = put_ax.plot(xs, p95 * 1000, color=color, ls=ls, lw=1, alpha=0.6, zorder=layer(longest, 3))
-        tip(line, f"{name}: moving 95th percentile")
+        timed = [e for e in entries if data.latency_runs(e)]
+        if timed:
+            # The longest series: every case starts with the same children, so the
+            # largest case reached holds the smaller ones' curves too.
+            longest = max(timed, key=lambda e: e["children"])
+            xs, med, p95 = log_moving_stats(data.latency_runs(longest))
+            line, = put_ax.plot(xs, med * 1000, color=color, ls=ls, lw=2.2, zorder=layer(longest, 3))
+            tip(line, f"{name}: moving median, {fmt.millis(med[0] * 1000)} at first, "
+                      f"{fmt.millis(med[-1] * 1000)} at {fmt.count(int(xs[-1]))}")
+            line, = put_ax.plot(xs, p95 * 1000, color=color, ls=ls, lw=1, alpha=0.6, zorder=layer(longest, 3))
+            tip(line, f"{name}: moving 95th percentile")
+
+            def time_at(entry: dict, xs=xs, med=med) -> float:
+                """The moving median nearest the children ``entry`` reached (ms)."""
+                return med[min(range(len(xs)), key=lambda i: abs(xs[i] - entry["children"]))] * 1000
+        else:
+            by_case.append(name)
+            longest = max(entries, key=lambda e: e["children"])
+            cases = [e for e in entries if number(get_path(e, figures.TIME_PER_CHILD.path)) is not None]
+            for term, style_ in ((figures.TIME_PER_CHILD, {"lw": 2.2, "ms": 6}),
+                                 (figures.TIME_PER_CHILD_P999, {"lw": 1, "alpha": 0.6, "ms": 5, "mfc": "white"})):
+                shown = [e for e in cases if number(get_path(e, term.path)) is not None]
+                line, = put_ax.plot([e["children"] for e in shown], [get_path(e, term.path) for e in shown],
+                                    color=color, ls=ls, marker=st["marker"], zorder=layer(longest, 3), **style_)
+                tip(line, f"{name}: {term.name} " + ", ".join(
+                    f"{fmt.millis(get_path(e, term.path))} at {fmt.count(e['children'])}" for e in shown))
+
+            def time_at(entry: dict) -> float:
+                return get_path(entry, figures.TIME_PER_CHILD.path)
         # The line: that same run's checkpoints and end; the other cases' ends as dots
         # (their checkpoints repeat the line's).
         points = data.parent_curve([longest])
@@ -281,13 +304,15 @@ def cliff(data: ReportData):
         for e in entries:
             if not e.get("budget_exhausted"):
                 continue
-            reached = e["children"]
-            at = med[min(range(len(xs)), key=lambda i: abs(xs[i] - reached))] * 1000  # the median there
+            reached, at = e["children"], time_at(e)
             cross, = put_ax.plot([reached], [at], marker="X", ms=12, color=color, mec="black", ls="none",
                                  zorder=4)
             tip(cross, f"{name}: budget spent at {fmt.count(reached)} children")
-            put_ax.annotate(fmt.count(reached), (reached, at), xytext=(0, 9), textcoords="offset points",
-                            ha="center", color=color)
+            # above the cross, or below it for every other system: crosses near each other keep apart labels
+            below = len(handles) % 2 == 0
+            put_ax.annotate(fmt.count(reached), (reached, at), xytext=(0, -11 if below else 9),
+                            textcoords="offset points", ha="center", va="top" if below else "baseline",
+                            color=color)
             get_ax.plot([reached], [e["parent"]["seconds"] * 1000], marker="X", ms=12, color=color,
                         mec="black", ls="none", zorder=4)
     for ax, label in ((put_ax, "one child's time (ms)"), (get_ax, "GET parent (ms)")):
@@ -301,19 +326,34 @@ def cliff(data: ReportData):
     get_ax.xaxis.set_major_formatter(FuncFormatter(count_label))
     get_ax.set_xlabel("children in the container")
     budget = data.budget_seconds
-    keys = [Line2D([], [], color="#444", lw=2.2, label=f"median (top), {figures.PARENT_STEADY.name}"),
+    timed_all = len(by_case) < len(scale)
+    thick = [t for t, shown in (("median", timed_all), (f"{figures.TIME_PER_CHILD.name} per case", by_case)) if shown]
+    thin = [t for t, shown in (("p95", timed_all), (f"{figures.TIME_PER_CHILD_P999.name} per case", by_case)) if shown]
+    keys = [Line2D([], [], color="#444", lw=2.2, label=f"{' or '.join(thick)} (top), {figures.PARENT_STEADY.name}"),
             Line2D([], [], color="#444", lw=1, alpha=0.6, mfc="white", marker="o",
-                   label=f"p95 (top), {figures.PARENT_FIRST.name}")]
+                   label=f"{' or '.join(thin)} (top), {figures.PARENT_FIRST.name}")]
     if budget is not None:
         keys.append(Line2D([], [], color="#999", marker="X", ms=10, mec="black", ls="none",
                            label=f"budget of {fmt.seconds(budget)} spent"))
     outside_legend(fig, handles + keys, ncols=2)
     n = data.retrievals
+    if not by_case:
+        top = ("Top: the time to create one child against the number of children already created, as the "
+               "moving median (thick line) and 95th percentile (thin faint line) over the children within 10% of "
+               "each point, log-log; a flat line is a constant cost per child, a line rising with slope 1 a cost "
+               "growing with the container.")
+    else:
+        listed = fmt.escape(", ".join(by_case))
+        top = ("Top: the time to create one child against the number of children created, log-log; "
+               + ("for the systems whose per-child times the results hold, the moving median (thick line) and "
+                  "95th percentile (thin faint line) over the children within 10% of each point; "
+                  if timed_all else "")
+               + f"for {listed} (no per-child times in the results), each case's {figures.TIME_PER_CHILD.name} "
+               f"(thick line, filled markers) and {figures.TIME_PER_CHILD_P999.name} (thin line, hollow markers) "
+               "at the children that case reached. A flat line is a constant cost per child, a line rising "
+               "with slope 1 a cost growing with the container.")
     caption = (
-        "Top: the time to create one child against the number of children already created, as the "
-        "moving median (thick line) and 95th percentile (thin faint line) over the children within 10% of "
-        "each point, log-log; a flat line is a constant cost per child, a line rising with slope 1 a cost "
-        f"growing with the container. Bottom: {figures.PARENT_STEADY.name} ({figures.steady_means(n)}: "
+        f"{top} Bottom: {figures.PARENT_STEADY.name} ({figures.steady_means(n)}: "
         f"filled markers, thick line) and {figures.PARENT_FIRST.name} ({figures.first_means(n)}: hollow "
         "markers, thin line) at each checkpoint taken during the ingest of the largest case each system "
         "reached and at its end; markers off the lines are the ends of the other cases."

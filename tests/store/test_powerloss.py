@@ -31,14 +31,16 @@ pytestmark = [pytest.mark.powerloss, pytest.mark.slow]
 
 HERE = Path(__file__).parent / "powerloss"
 CHILDREN, TRIPLES = 48, 20
-MODES = {  # name -> (durable, log, filing lag, writers)
-    "log": (True, True, None, 1),         # the default durable mode (no id filed in t2i: too few)
-    "log-filing": (True, True, 32, 1),    # the same, filing ids in t2i at several batch commits
-    "commit": (True, False, None, 1),     # LMDB's fsync per commit, no log
+MODES = {  # name -> (durable, log, filing lag, writers, batch written in place)
+    "log": (True, True, None, 1, False),         # the default durable mode (no id filed in t2i: too few)
+    "log-filing": (True, True, 32, 1, False),    # the same, filing ids in t2i at several batch commits
+    "commit": (True, False, None, 1, False),     # LMDB's fsync per commit, no log
     # 8 writers (greenlets, the flush at the end of the loop's turn, as the server
     # runs them): their writes share flushes (group commit)
-    "log-group": (True, True, None, 8),
-    "log-unflushed": (False, True, None, 1),  # the control: nothing is flushed
+    "log-group": (True, True, None, 8, False),
+    # the durable batch written through the map (MDB_WRITEMAP), its pages seen by the tracer
+    "log-in-place": (True, True, 32, 1, True),
+    "log-unflushed": (False, True, None, 1, None),  # the control: nothing is flushed
 }
 
 WRITER = textwrap.dedent("""
@@ -48,6 +50,7 @@ WRITER = textwrap.dedent("""
     path, durable, log, n, triples = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
     lag = {} if sys.argv[6] == "None" else {"filing_lag": int(sys.argv[6])}
     writers = int(sys.argv[7])
+    writemap = {"None": None, "True": True, "False": False}[sys.argv[8]]
     w = DataSet(children=n, triples=triples, seed=5)
     parent = w.parent_uri
     waiting = {}
@@ -57,7 +60,8 @@ WRITER = textwrap.dedent("""
         waiting = {"waiting": GEVENT}
     # A small map and small batches: the trace holds map growth and several batch commits.
     store = LmdbStore(path, durability="durable" if durable else "nosync", log=log, map_size=1 << 18, batch_writes=8,
-                      **lag, **waiting)
+                      writemap=writemap, **lag, **waiting)
+    assert writemap is None or store.env.writemap == writemap, "the batch is not written as asked"
     acks = os.open(os.path.join(path, "acks"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 
     def ingest(first):
@@ -110,19 +114,21 @@ def iotrace(tmp_path_factory) -> Path:
 
 
 def _trace(tmp_path: Path, lib: Path, durable: bool, log: bool, lag: int | None,
-           writers: int = 1) -> tuple[list, Path]:
+           writers: int = 1, writemap: bool | None = None, maps_seen: bool = True) -> tuple[list, Path]:
     store = (tmp_path / "store").resolve()
     store.mkdir()
     trace = tmp_path / "trace.bin"
-    env = {**os.environ, "LD_PRELOAD": str(lib), "IOTRACE_DIR": str(store), "IOTRACE_LOG": str(trace)}
+    env = {**os.environ, "LD_PRELOAD": str(lib), "IOTRACE_DIR": str(store), "IOTRACE_LOG": str(trace),
+           "IOTRACE_MAPS": "1" if maps_seen else "0"}
     subprocess.run([sys.executable, "-c", WRITER, str(store), str(int(durable)), str(int(log)),
-                    str(CHILDREN), str(TRIPLES), str(lag), str(writers)], env=env, check=True, timeout=300)
+                    str(CHILDREN), str(TRIPLES), str(lag), str(writers), str(writemap)], env=env, check=True,
+                   timeout=300)
     return read_trace(trace), store
 
 
 def _crash_points(events: list, rng: random.Random, count: int) -> list[int]:
     """Right before and right after each flush (where acknowledgements turn on), and others."""
-    flushes = [i for i, e in enumerate(events) if e.kind in "SD"]
+    flushes = [i for i, e in enumerate(events) if e.kind in "SDR"]
     points = {max(i - 1, 0) for i in flushes} | set(flushes)
     points |= {rng.randrange(len(events)) for _ in range(count // 4)}
     points = sorted(points)
@@ -170,11 +176,13 @@ def _verify(images: list[dict]) -> dict[str, list[str]]:
     return results
 
 
-@pytest.mark.parametrize("mode", ["log", "log-filing", "commit", "log-group"])
+@pytest.mark.parametrize("mode", ["log", "log-filing", "commit", "log-group", "log-in-place"])
 def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
-    durable, log, lag, writers = MODES[mode]
-    events, store = _trace(tmp_path, iotrace, durable, log, lag, writers)
+    durable, log, lag, writers, writemap = MODES[mode]
+    events, store = _trace(tmp_path, iotrace, durable, log, lag, writers, writemap)
     assert any(e.kind == "S" for e in events) and any(e.name == "data.mdb" for e in events)
+    if writemap:  # the batch's pages came through the map, and LMDB flushed them with msync
+        assert any(e.kind == "R" and e.name == "data.mdb" for e in events)
     if log:
         assert any(e.name == "wal" for e in events)
     images = _images(events, tmp_path / "images", random.Random(7), count=120)
@@ -188,8 +196,19 @@ def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
 
 
 def test_the_harness_sees_a_loss_when_nothing_is_flushed(tmp_path, iotrace):
-    durable, log, lag, writers = MODES["log-unflushed"]
-    events, _ = _trace(tmp_path, iotrace, durable, log, lag, writers)
+    durable, log, lag, writers, writemap = MODES["log-unflushed"]
+    events, _ = _trace(tmp_path, iotrace, durable, log, lag, writers, writemap)
     images = _images(events, tmp_path / "images", random.Random(7), count=120)
     results = _verify(images)
     assert any(problems for problems in results.values()), "no power loss lost anything: the harness is blind"
+
+
+def test_the_harness_needs_the_writes_through_the_map(tmp_path, iotrace):
+    """The control of the in-place mode: with the map's writes hidden from the trace, the batch
+    commits the log was cut back after are missing, and acknowledged children are lost."""
+    durable, log, lag, writers, writemap = MODES["log-in-place"]
+    events, _ = _trace(tmp_path, iotrace, durable, log, lag, writers, writemap, maps_seen=False)
+    assert not any(e.kind == "R" for e in events)
+    images = _images(events, tmp_path / "images", random.Random(7), count=120)
+    results = _verify(images)
+    assert any(problems for problems in results.values()), "nothing was lost without the map's writes"

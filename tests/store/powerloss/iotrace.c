@@ -11,9 +11,17 @@
  * (a hard link made: the event names the new entry, its data the file
  * linked).  Names are relative to the directory, which is itself ".", so
  * that its fsync (what makes a new entry durable) is seen too; files in
- * its subdirectories are traced with their relative paths.
- * Writes through a memory map are not seen: the store's durable mode does
- * not write through its map.
+ * its subdirectories are traced with their relative paths.  Kind 'R' is
+ * an msync(MS_SYNC) of part of a mapped file: the pages of [offset,
+ * offset + length) flushed (no data).
+ *
+ * Writes through a shared writable map of a traced file (the store's batch
+ * written in place, MDB_WRITEMAP) are seen at the next flush or unmap: the
+ * map is compared page by page with a copy taken when it was mapped (and at
+ * each flush since), and each page that changed is recorded as a 'W' of its
+ * content then, before the flush's event; a page changed twice between
+ * flushes is recorded in its last version only.  IOTRACE_MAPS=0 hides them
+ * (the harness's control: a store that writes in place then loses data).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -26,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -203,13 +213,172 @@ ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
 }
 ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset) __attribute__((alias("pwritev")));
 
+/* -- writes through shared writable maps ------------------------------- */
+
+#define MAX_MAPS 64
+#define PAGE 4096
+struct mapping {
+    char *addr;      /* NULL: a free slot */
+    size_t length;
+    off_t offset;    /* of the map in the file */
+    char *name;      /* the file's name, as in the events */
+    int fd;          /* a duplicate of the mapped descriptor: the file's size at each look */
+    char *copy;      /* the map's pages as last recorded */
+};
+static struct mapping maps[MAX_MAPS];
+static int maps_traced = 1;
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static int (*real_msync)(void *, size_t, int);
+
+__attribute__((constructor)) static void init_maps(void) {
+    real_mmap = dlsym(RTLD_NEXT, "mmap64");
+    real_munmap = dlsym(RTLD_NEXT, "munmap");
+    real_msync = dlsym(RTLD_NEXT, "msync");
+    const char *on = getenv("IOTRACE_MAPS");
+    maps_traced = !(on && strcmp(on, "0") == 0);
+}
+
+/* The bytes of mapping m that lie within its file now (a page past the end
+ * would be a SIGBUS to read). */
+static size_t mapped_in_file(const struct mapping *m) {
+    struct stat st;
+    if (fstat(m->fd, &st) != 0 || st.st_size <= m->offset)
+        return 0;
+    size_t in_file = (size_t)(st.st_size - m->offset);
+    return in_file < m->length ? in_file : m->length;
+}
+
+/* Record each page of [from, to) of mapping m that changed since it was
+ * last recorded, as a write of its content now.  The caller holds lock. */
+static void record_changes(struct mapping *m, size_t from, size_t to) {
+    size_t end = mapped_in_file(m);
+    if (to > end)
+        to = end;
+    for (size_t at = from - from % PAGE; at < to; at += PAGE) {
+        size_t n = to - at < PAGE ? to - at : PAGE;
+        if (memcmp(m->addr + at, m->copy + at, n) == 0)
+            continue;
+        memcpy(m->copy + at, m->addr + at, n);
+        uint8_t len = (uint8_t)strlen(m->name);
+        uint64_t offset = (uint64_t)(m->offset + (off_t)at), length = n;
+        char kind = 'W';
+        put(&kind, 1);
+        put(&len, 1);
+        put(m->name, len);
+        put(&offset, 8);
+        put(&length, 8);
+        put(m->copy + at, n);
+    }
+}
+
+static void forget(struct mapping *m) {
+    free(m->copy);
+    free(m->name);
+    real_close(m->fd);
+    memset(m, 0, sizeof *m);
+}
+
+void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) {
+    char *p = real_mmap(addr, length, prot, flags, fd, offset);
+    if (p == MAP_FAILED || !maps_traced || !traced(fd) || !(prot & PROT_WRITE) || !(flags & MAP_SHARED))
+        return p;
+    pthread_mutex_lock(&lock);
+    struct mapping *m = NULL;
+    for (int i = 0; i < MAX_MAPS && !m; i++)
+        if (!maps[i].addr)
+            m = &maps[i];
+    if (!m)
+        abort(); /* an untraced map would hide writes */
+    *m = (struct mapping){p, length, offset, strdup(names[fd]), fcntl(fd, F_DUPFD_CLOEXEC, 0), calloc(1, length)};
+    if (!m->name || m->fd < 0 || !m->copy)
+        abort();
+    size_t n = mapped_in_file(m); /* what the file holds now is what a flush keeps */
+    memcpy(m->copy, p, n);
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_t offset) __attribute__((alias("mmap")));
+
+int munmap(void *addr, size_t length) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++) {
+        struct mapping *m = &maps[i];
+        if (m->addr && m->addr >= (char *)addr && m->addr + m->length <= (char *)addr + length) {
+            record_changes(m, 0, m->length); /* written, not flushed: the kernel writes them back later */
+            forget(m);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return real_munmap(addr, length);
+}
+
+int msync(void *addr, size_t length, int flags) {
+    char *from = addr, *to = (char *)addr + length;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++) {
+        struct mapping *m = &maps[i];
+        if (m->addr && from < m->addr + m->length && to > m->addr)
+            record_changes(m, from > m->addr ? (size_t)(from - m->addr) : 0,
+                           to < m->addr + m->length ? (size_t)(to - m->addr) : m->length);
+    }
+    pthread_mutex_unlock(&lock);
+    int rc = real_msync(addr, length, flags);
+    if (rc != 0 || !(flags & MS_SYNC))
+        return rc;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++) {
+        struct mapping *m = &maps[i];
+        if (!m->addr || from >= m->addr + m->length || to <= m->addr)
+            continue;
+        char *start = from > m->addr ? from : m->addr, *stop = to < m->addr + m->length ? to : m->addr + m->length;
+        uint8_t len = (uint8_t)strlen(m->name);
+        uint64_t offset = (uint64_t)(m->offset + (start - m->addr)), range = (uint64_t)(stop - start);
+        char kind = 'R';
+        put(&kind, 1);
+        put(&len, 1);
+        put(m->name, len);
+        put(&offset, 8);
+        put(&range, 8);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* At exit, pages written through a map and never flushed nor unmapped are
+ * still written back by the kernel: they are versions a disk may hold. */
+__attribute__((destructor)) static void record_maps_at_exit(void) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (maps[i].addr)
+            record_changes(&maps[i], 0, maps[i].length);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Before a flush of fd's file: its maps' changes, which the flush keeps. */
+static void record_maps_of(int fd) {
+    if (!traced(fd))
+        return;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (maps[i].addr && strcmp(maps[i].name, names[fd]) == 0)
+            record_changes(&maps[i], 0, maps[i].length);
+    pthread_mutex_unlock(&lock);
+}
+
 static int synced(int fd, int rc) {
     if (rc == 0 && traced(fd))
         event('S', fd, 0, NULL, 0, 0);
     return rc;
 }
-int fsync(int fd) { return synced(fd, real_fsync(fd)); }
-int fdatasync(int fd) { return synced(fd, real_fdatasync(fd)); }
+int fsync(int fd) {
+    record_maps_of(fd);
+    return synced(fd, real_fsync(fd));
+}
+int fdatasync(int fd) {
+    record_maps_of(fd);
+    return synced(fd, real_fdatasync(fd));
+}
 
 int ftruncate(int fd, off_t length) {
     int rc = real_ftruncate(fd, length);

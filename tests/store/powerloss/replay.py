@@ -6,6 +6,9 @@ written through an O_SYNC/O_DSYNC descriptor) is on disk; every page
 written since is, independently, in any one of the versions it has had
 since (the flushed one included: writeback may or may not have reached
 it, in any order); a file's size is its flushed size or its current one.
+Writes through a shared writable map are in the trace as writes of the
+pages that changed, taken at each flush or unmap (``iotrace.c``), and an
+msync of a range flushes the pages in it.
 This is what dm-log-writes replays at the block level, one layer up: it
 does not model a file system that loses flushed data or the entries of
 files it created (ext4 commits a new file's entry with the first fsync in
@@ -26,10 +29,11 @@ _HEAD = struct.Struct("<QQ")
 
 @dataclass
 class Event:
-    kind: str      # "W" write, "D" synchronous write, "S" flush, "T" truncate, "L" hard link
+    kind: str      # "W" write, "D" synchronous write, "S" flush, "R" range flushed, "T" truncate, "L" hard link
     name: str      # file name within the traced directory ("." the directory itself)
     offset: int
     data: bytes = b""
+    length: int = 0  # of the range an "R" flushed
 
 
 def read_trace(path: str | Path) -> list[Event]:
@@ -44,7 +48,7 @@ def read_trace(path: str | Path) -> list[Event]:
         pos += _HEAD.size
         data = raw[pos:pos + length] if kind in "WDL" else b""
         pos += len(data)
-        events.append(Event(kind, name, offset, data))
+        events.append(Event(kind, name, offset, data, length if kind == "R" else 0))
     return events
 
 
@@ -76,6 +80,11 @@ class _File:
     def flush(self) -> None:
         self.disk = bytearray(self.cache)
         self.versions.clear()
+
+    def flush_range(self, offset: int, length: int) -> None:
+        """msync(MS_SYNC) of a range: its pages as they are now; the file's size is not made durable."""
+        for page in [page for page in self.versions if offset <= page * PAGE < offset + length]:
+            self._flush_page(page, bytes(self.cache[page * PAGE:(page + 1) * PAGE]))
 
     def truncate(self, size: int) -> None:
         if size < len(self.cache):
@@ -120,6 +129,8 @@ class Disk:
             f.write(event.offset, event.data, synchronous=event.kind == "D")
         elif event.kind == "S":
             f.flush()
+        elif event.kind == "R":
+            f.flush_range(event.offset, event.length)
         elif event.kind == "T":
             f.truncate(event.offset)
 

@@ -97,10 +97,10 @@ static void put(const void *p, size_t n) {
     }
 }
 
-static void named_event(char kind, const char *name, uint64_t offset, const struct iovec *iov, int iovcnt,
-                        uint64_t length) {
+/* One event; its data, up to length bytes, from iov (none without one).  The caller holds lock. */
+static void put_event(char kind, const char *name, uint64_t offset, const struct iovec *iov, int iovcnt,
+                      uint64_t length) {
     uint8_t n = (uint8_t)strlen(name);
-    pthread_mutex_lock(&lock);
     put(&kind, 1);
     put(&n, 1);
     put(name, n);
@@ -111,6 +111,12 @@ static void named_event(char kind, const char *name, uint64_t offset, const stru
         put(iov[i].iov_base, part);
         length -= part;
     }
+}
+
+static void named_event(char kind, const char *name, uint64_t offset, const struct iovec *iov, int iovcnt,
+                        uint64_t length) {
+    pthread_mutex_lock(&lock);
+    put_event(kind, name, offset, iov, iovcnt, length);
     pthread_mutex_unlock(&lock);
 }
 
@@ -260,15 +266,8 @@ static void record_changes(struct mapping *m, size_t from, size_t to) {
         if (memcmp(m->addr + at, m->copy + at, n) == 0)
             continue;
         memcpy(m->copy + at, m->addr + at, n);
-        uint8_t len = (uint8_t)strlen(m->name);
-        uint64_t offset = (uint64_t)(m->offset + (off_t)at), length = n;
-        char kind = 'W';
-        put(&kind, 1);
-        put(&len, 1);
-        put(m->name, len);
-        put(&offset, 8);
-        put(&length, 8);
-        put(m->copy + at, n);
+        struct iovec page = {m->copy + at, n};
+        put_event('W', m->name, (uint64_t)(m->offset + (off_t)at), &page, 1, n);
     }
 }
 
@@ -332,14 +331,8 @@ int msync(void *addr, size_t length, int flags) {
         if (!m->addr || from >= m->addr + m->length || to <= m->addr)
             continue;
         char *start = from > m->addr ? from : m->addr, *stop = to < m->addr + m->length ? to : m->addr + m->length;
-        uint8_t len = (uint8_t)strlen(m->name);
-        uint64_t offset = (uint64_t)(m->offset + (start - m->addr)), range = (uint64_t)(stop - start);
-        char kind = 'R';
-        put(&kind, 1);
-        put(&len, 1);
-        put(m->name, len);
-        put(&offset, 8);
-        put(&range, 8);
+        /* the range's length in the length field, and no data (no iov) */
+        put_event('R', m->name, (uint64_t)(m->offset + (start - m->addr)), NULL, 0, (uint64_t)(stop - start));
     }
     pthread_mutex_unlock(&lock);
     return rc;

@@ -30,6 +30,7 @@ docs: $(STAMP)
 	$(VENV)/bin/lakebench report docs/runs/http --out docs/performance/http --title "Measured: over HTTP, beside Fedora"
 	$(VENV)/bin/lakebench report docs/runs/users --out docs/performance/users --title "Measured: many clients at once"
 	$(VENV)/bin/lakebench report docs/runs/versions --out docs/performance/versions --title "Measured: versions taken, listed and read"
+	$(VENV)/bin/lakebench report docs/runs/scale --out docs/performance/scale --title "Measured: where each system stops, a thousand to a million children"
 	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "HTML: docs/_build/html/index.html"
 

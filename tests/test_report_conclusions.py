@@ -125,3 +125,12 @@ def test_systems_that_stopped_at_different_sizes_are_not_said_to_hold_different_
     assert not [line for line in lines if line.startswith("**Check**")]
     (ingest,) = [line for line in lines if line.startswith("**Ingest**")]
     assert "created its children fastest" in ingest  # no one size to name
+
+
+def test_without_a_budget_the_size_compared_says_no_budget():
+    data = _sweep_data()
+    data.document["settings"] = {}
+    data.document["systems"] = [e for e in data.systems if e.get("children_requested") != 10_000]
+    # fast and quick at 1,000; at 100,000 each stopped short (as a failure or skip would leave them)
+    (line,) = [line for line in conclusions.conclusions(data) if line.startswith("**Compared at ")]
+    assert line.startswith("**Compared at 1,000 children**") and "budget" not in line

@@ -7,7 +7,7 @@ import pytest
 
 from lakebench import figures, results, systems, table
 from lakebench.runner import RunConfig, run
-from lakebench.systems.base import System
+from lakebench.systems.base import Retrieval, System
 from lakebench.systems.memory import MemorySystem
 
 
@@ -359,3 +359,38 @@ def test_a_walk_not_paged_or_looping_is_said_so(tmp_path, monkeypatch):
     assert by_name["looping-pages"]["status"] == "failed"
     assert "next links loop" in by_name["looping-pages"]["error"]
     assert "paged" not in by_name["memory"]["parent"]  # no pages in-process: no walk
+
+
+class _Body(bytes):
+    """A representation that counts how many are alive."""
+
+    alive = 0
+
+    def __new__(cls, data):
+        cls.alive += 1
+        return super().__new__(cls, data)
+
+    def __del__(self):
+        type(self).alive -= 1
+
+
+class _OneCopy(MemorySystem):
+    """rdflib in memory, whose parent read fails if the reader still holds the last one it read."""
+
+    name = "one-copy"
+
+    def retrieve_parent(self):
+        if _Body.alive:  # in process, a copy still held is the system's memory
+            raise AssertionError(f"{_Body.alive} earlier representation(s) of the parent still held")
+        got = super().retrieve_parent()
+        return Retrieval(body=_Body(got.body), parent_uri=got.parent_uri, content_type=got.content_type)
+
+
+def test_the_parent_read_again_lets_the_last_one_go_first(tmp_path, monkeypatch):
+    monkeypatch.setitem(systems.SYSTEMS, "one-copy", "tests.test_runner:_OneCopy")
+    monkeypatch.setenv("PYTHONPATH", str(__import__("pathlib").Path(__file__).parents[1]))
+    config = RunConfig(systems=["one-copy"], children=4, out=tmp_path, tail_seconds=0, interval=0.1,
+                       progress=False, checkpoints=None, retrievals=3)
+    entry = run(config, log=lambda *_: None)["systems"][0]
+    assert entry["status"] == "ok", entry.get("error")
+    assert entry["parent"]["containment_triples"] == 4 and len(entry["parent"]["all_seconds"]) == 3

@@ -55,8 +55,8 @@ def _one_size(data: ReportData) -> list[dict]:
 
 def _compared_size(ok: list[dict]) -> int:
     """The size at which a sweep's systems are compared: the largest that more than one system
-    finished, for a case whose budget ran out stopped at a size of its own, and its running time,
-    memory and disk are of another container; the largest measured when none is shared."""
+    finished (a case whose budget ran out stopped at a size of its own, and its running time,
+    memory and disk are of another container); the largest measured when none is shared."""
     finished: dict[int, int] = {}
     for e in ok:
         if not e.get("budget_exhausted") and results.case_children(e) is not None:
@@ -76,6 +76,9 @@ def _size_compared(data: ReportData) -> str | None:
     size = _compared_size(ok)
     if size == max(sizes):
         return None
+    if data.budget_seconds is None:
+        return (f"**Compared at {size:,} children**: the largest size that more than one system measured; "
+                "each system's scaling is in its own line, below.")
     return (f"**Compared at {size:,} children**: the largest size that more than one system finished within "
             "the budget, among the systems that finished it; a system that stopped short of a size is in the "
             "line on the budget, and each system's scaling in its own line, below.")

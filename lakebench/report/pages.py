@@ -309,7 +309,7 @@ def budget_section(data: ReportData) -> str:
     """Children reached, system by system and case by case: with a budget (``--budget``) or a sweep of
     sizes; nothing otherwise."""
     budget = data.budget_seconds
-    sizes = {results.case_children(e) for e in data.systems}
+    sizes = {results.case_children(e) for e in data.systems} - {None}
     if budget is None and len(sizes) < 2:
         return ""
     title = "Children reached within the budget" if budget is not None else "Children reached, case by case"

@@ -49,5 +49,5 @@ def test_retrieve_parent(benchmark, tmp_path, name, children):
     workload = DataSet(children=children, seed=0)
     system = _filled(name, tmp_path, workload, children)
     retrieval = benchmark(system.retrieve_parent)
-    assert len(retrieval.body) > 40 * children
+    assert retrieval.size > 40 * children
     system.close()

@@ -16,12 +16,17 @@
  * offset + length) flushed (no data).
  *
  * Writes through a shared writable map of a traced file (the store's batch
- * written in place, MDB_WRITEMAP) are seen at the next flush or unmap: the
- * map is compared page by page with a copy taken when it was mapped (and at
- * each flush since), and each page that changed is recorded as a 'W' of its
- * content then, before the flush's event; a page changed twice between
- * flushes is recorded in its last version only.  IOTRACE_MAPS=0 hides them
- * (the harness's control: a store that writes in place then loses data).
+ * written in place, MDB_WRITEMAP) are seen before the next traced call of
+ * any file (a write, flush, truncation, link, msync or unmap): the map is
+ * compared page by page with a copy taken when it was mapped (and at each
+ * such call since), and each page that changed is recorded as a 'W' of its
+ * content then, before that call's event.  So a page of a map is in the
+ * trace no later than the next call in the order of the process's calls,
+ * in the version it had then; a page changed twice between two calls is
+ * recorded in its last version only.  A traced map unmapped or mapped over
+ * in part, or moved (mremap), aborts the process: it would not be followed.
+ * IOTRACE_MAPS=0 hides the maps' writes (the harness's control: a store
+ * that writes in place then loses data).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -113,9 +118,15 @@ static void put_event(char kind, const char *name, uint64_t offset, const struct
     }
 }
 
+static void record_all_maps(void);
+
+/* An event of a call other than one through a map: the maps' changes come first, for the
+ * kernel may have written them back by then (a page of a map is on disk no later than in
+ * the order of the calls around it). */
 static void named_event(char kind, const char *name, uint64_t offset, const struct iovec *iov, int iovcnt,
                         uint64_t length) {
     pthread_mutex_lock(&lock);
+    record_all_maps();
     put_event(kind, name, offset, iov, iovcnt, length);
     pthread_mutex_unlock(&lock);
 }
@@ -145,13 +156,15 @@ static void remember(int fd, int flags) {
     if (n <= 0)
         return;
     path[n] = 0;
+    const char *name = relative(path);
+    pthread_mutex_lock(&lock);
     free(names[fd]);
     names[fd] = NULL;
-    const char *name = relative(path);
     if (name) {
         names[fd] = strdup(name);
         synchronous[fd] = (flags & (O_SYNC | O_DSYNC)) != 0;
     }
+    pthread_mutex_unlock(&lock);
 }
 
 int open(const char *path, int flags, ...) {
@@ -177,9 +190,11 @@ int openat(int dirfd, const char *path, int flags, ...) {
 int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
 
 int close(int fd) {
-    if (fd >= 0 && fd < MAX_FD && names[fd]) {
+    if (fd >= 0 && fd < MAX_FD) {
+        pthread_mutex_lock(&lock);
         free(names[fd]);
         names[fd] = NULL;
+        pthread_mutex_unlock(&lock);
     }
     return real_close(fd);
 }
@@ -236,11 +251,15 @@ static int maps_traced = 1;
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
 static int (*real_msync)(void *, size_t, int);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
+static void forget_maps_in_child(void);
 
 __attribute__((constructor)) static void init_maps(void) {
     real_mmap = dlsym(RTLD_NEXT, "mmap64");
     real_munmap = dlsym(RTLD_NEXT, "munmap");
     real_msync = dlsym(RTLD_NEXT, "msync");
+    real_mremap = dlsym(RTLD_NEXT, "mremap");
+    pthread_atfork(NULL, NULL, forget_maps_in_child);
     const char *on = getenv("IOTRACE_MAPS");
     maps_traced = !(on && strcmp(on, "0") == 0);
 }
@@ -249,7 +268,9 @@ __attribute__((constructor)) static void init_maps(void) {
  * would be a SIGBUS to read). */
 static size_t mapped_in_file(const struct mapping *m) {
     struct stat st;
-    if (fstat(m->fd, &st) != 0 || st.st_size <= m->offset)
+    if (fstat(m->fd, &st) != 0)
+        abort(); /* the map's file is out of sight: a trace with a hole */
+    if (st.st_size <= m->offset)
         return 0;
     size_t in_file = (size_t)(st.st_size - m->offset);
     return in_file < m->length ? in_file : m->length;
@@ -278,11 +299,42 @@ static void forget(struct mapping *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* Every page of every map that changed since it was last recorded.  The caller holds lock. */
+static void record_all_maps(void) {
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (maps[i].addr)
+            record_changes(&maps[i], 0, maps[i].length);
+}
+
+/* [addr, addr + length) is being unmapped or mapped over: the maps within it are recorded
+ * and forgotten; a map it covers only in part would leave a copy the tracer cannot follow.
+ * The caller holds lock. */
+static void release_range(char *addr, size_t length) {
+    for (int i = 0; i < MAX_MAPS; i++) {
+        struct mapping *m = &maps[i];
+        if (!m->addr || m->addr >= addr + length || m->addr + m->length <= addr)
+            continue;
+        if (m->addr < addr || m->addr + m->length > addr + length)
+            abort(); /* part of a traced map unmapped or replaced: not followed */
+        record_changes(m, 0, m->length); /* written, not flushed: the kernel writes them back later */
+        forget(m);
+    }
+}
+
 void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) {
+    if (flags & MAP_FIXED) {
+        pthread_mutex_lock(&lock);
+        release_range(addr, length);
+        pthread_mutex_unlock(&lock);
+    }
     char *p = real_mmap(addr, length, prot, flags, fd, offset);
-    if (p == MAP_FAILED || !maps_traced || !traced(fd) || !(prot & PROT_WRITE) || !(flags & MAP_SHARED))
+    if (p == MAP_FAILED || !maps_traced || !(prot & PROT_WRITE) || !(flags & MAP_SHARED))
         return p;
     pthread_mutex_lock(&lock);
+    if (!traced(fd)) {
+        pthread_mutex_unlock(&lock);
+        return p;
+    }
     struct mapping *m = NULL;
     for (int i = 0; i < MAX_MAPS && !m; i++)
         if (!maps[i].addr)
@@ -301,26 +353,29 @@ void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_t offse
 
 int munmap(void *addr, size_t length) {
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_MAPS; i++) {
-        struct mapping *m = &maps[i];
-        if (m->addr && m->addr >= (char *)addr && m->addr + m->length <= (char *)addr + length) {
-            record_changes(m, 0, m->length); /* written, not flushed: the kernel writes them back later */
-            forget(m);
-        }
-    }
+    release_range(addr, length);
     pthread_mutex_unlock(&lock);
     return real_munmap(addr, length);
+}
+
+/* A traced map moved or resized is not followed (LMDB maps again instead). */
+void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    void *new_address = va_arg(ap, void *);
+    va_end(ap);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (maps[i].addr && maps[i].addr < (char *)old + old_size && maps[i].addr + maps[i].length > (char *)old)
+            abort();
+    pthread_mutex_unlock(&lock);
+    return real_mremap(old, old_size, new_size, flags, new_address);
 }
 
 int msync(void *addr, size_t length, int flags) {
     char *from = addr, *to = (char *)addr + length;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_MAPS; i++) {
-        struct mapping *m = &maps[i];
-        if (m->addr && from < m->addr + m->length && to > m->addr)
-            record_changes(m, from > m->addr ? (size_t)(from - m->addr) : 0,
-                           to < m->addr + m->length ? (size_t)(to - m->addr) : m->length);
-    }
+    record_all_maps(); /* this range's pages, and the others' as the order of calls has them */
     pthread_mutex_unlock(&lock);
     int rc = real_msync(addr, length, flags);
     if (rc != 0 || !(flags & MS_SYNC))
@@ -342,21 +397,14 @@ int msync(void *addr, size_t length, int flags) {
  * still written back by the kernel: they are versions a disk may hold. */
 __attribute__((destructor)) static void record_maps_at_exit(void) {
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_MAPS; i++)
-        if (maps[i].addr)
-            record_changes(&maps[i], 0, maps[i].length);
+    record_all_maps();
     pthread_mutex_unlock(&lock);
 }
 
-/* Before a flush of fd's file: its maps' changes, which the flush keeps. */
-static void record_maps_of(int fd) {
-    if (!traced(fd))
-        return;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_MAPS; i++)
-        if (maps[i].addr && strcmp(maps[i].name, names[fd]) == 0)
-            record_changes(&maps[i], 0, maps[i].length);
-    pthread_mutex_unlock(&lock);
+/* A child of fork() without exec does not own its parent's maps: it records none of them. */
+static void forget_maps_in_child(void) {
+    memset(maps, 0, sizeof maps);
+    pthread_mutex_init(&lock, NULL);
 }
 
 static int synced(int fd, int rc) {
@@ -364,12 +412,19 @@ static int synced(int fd, int rc) {
         event('S', fd, 0, NULL, 0, 0);
     return rc;
 }
+/* A flush keeps what the file's maps hold at its start: recorded before the call. */
+static void record_before_flush(int fd) {
+    pthread_mutex_lock(&lock);
+    if (traced(fd))
+        record_all_maps();
+    pthread_mutex_unlock(&lock);
+}
 int fsync(int fd) {
-    record_maps_of(fd);
+    record_before_flush(fd);
     return synced(fd, real_fsync(fd));
 }
 int fdatasync(int fd) {
-    record_maps_of(fd);
+    record_before_flush(fd);
     return synced(fd, real_fdatasync(fd));
 }
 

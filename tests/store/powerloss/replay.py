@@ -7,8 +7,10 @@ written since is, independently, in any one of the versions it has had
 since (the flushed one included: writeback may or may not have reached
 it, in any order); a file's size is its flushed size or its current one.
 Writes through a shared writable map are in the trace as writes of the
-pages that changed, taken at each flush or unmap (``iotrace.c``), and an
-msync of a range flushes the pages in it.
+pages that changed, taken before each other traced call, flush, msync or
+unmap (``iotrace.c``): a map's page is in the trace no later than the
+next call, in the version it had then (versions in between are not seen),
+and an msync of a range flushes the pages in it.
 This is what dm-log-writes replays at the block level, one layer up: it
 does not model a file system that loses flushed data or the entries of
 files it created (ext4 commits a new file's entry with the first fsync in

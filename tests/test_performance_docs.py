@@ -126,14 +126,17 @@ def test_runs_are_kept():
     assert size < BUDGET, f"docs/runs holds {size:,} bytes: keep the runs small"
 
 
-def _skipped_after_budget(entry: dict) -> bool:
-    return entry["status"] == "skipped" and (entry.get("skip_reason") or "").startswith(results.BUDGET_RAN_OUT)
+def _not_run_by_design(entry: dict) -> bool:
+    """A case the run did not run by its own rule: after the budget ran out, or for lack of disk."""
+    reason = entry.get("skip_reason") or ""
+    return entry["status"] == "skipped" and reason.startswith((results.BUDGET_RAN_OUT, results.NOT_ENOUGH_DISK))
 
 
-def test_only_a_budget_skip_counts_as_measured():
-    assert _skipped_after_budget({"status": "skipped", "skip_reason": "the budget ran out at 9,452 children (case 10,000)"})
-    assert not _skipped_after_budget({"status": "skipped", "skip_reason": results.NOT_ENOUGH_DISK + " for 1,000,000 children"})
-    assert not _skipped_after_budget({"status": "failed", "skip_reason": None})
+def test_only_the_runs_own_skips_count_as_measured():
+    assert _not_run_by_design({"status": "skipped", "skip_reason": "the budget ran out at 9,452 children (case 10,000)"})
+    assert _not_run_by_design({"status": "skipped", "skip_reason": results.NOT_ENOUGH_DISK + ": it would need 362 GB"})
+    assert not _not_run_by_design({"status": "skipped", "skip_reason": "not applicable: the deep workload ..."})
+    assert not _not_run_by_design({"status": "failed", "skip_reason": None})
 
 
 @pytest.mark.parametrize("name", RUNS)
@@ -145,10 +148,11 @@ def test_run_is_valid(name):
     document = results.load(run)  # validated against the schema, or ResultsError
     if (run / "latencies.csv").exists():
         assert results.load_latencies(run), f"docs/runs/{name}/latencies.csv is empty"
-    # A case not run because the budget ran out at a smaller size is where a scale sweep shows a
-    # system stopping (the cliff it is kept for), not a failure; any other status or skip is.
+    # A case the run chose not to run, because the budget ran out at a smaller size (where a sweep of
+    # sizes shows a system stopping, the cliff it is kept for) or because it would not fit on the disk
+    # (as the run refuses it), is not a failure; any other status or skip is.
     not_ok = [(s["name"], s["status"], s.get("skip_reason")) for s in document["systems"]
-              if s["status"] != "ok" and not _skipped_after_budget(s)]
+              if s["status"] != "ok" and not _not_run_by_design(s)]
     assert not not_ok, f"docs/runs/{name}: a system failed or was not run: {not_ok}"
     commit = document["environment"].get("lakebench_commit") or ""
     assert re.fullmatch(r"[0-9a-f]{40}", commit), f"docs/runs/{name} was not run from a clean checkout: {commit!r}"
@@ -308,3 +312,43 @@ def test_what_the_users_sweep_shows():
     # the generator far from saturated
     assert not any(e["load"].get("generator_saturated") for sweep in sweeps.values() for e in sweep.entries)
     assert all(e["load"]["generator_cpu_share"] < 0.5 for sweep in sweeps.values() for e in sweep.entries)
+
+
+def _cases(name: str) -> dict[tuple[str, int], dict]:
+    """The run's entries by (system, children asked)."""
+    return {(s["name"], results.case_children(s)): s for s in results.load(RUNS_DIR / name)["systems"]}
+
+
+@pytest.mark.skipif("scale" not in RUNS, reason="no sweep of sizes kept")
+def test_what_the_sweep_of_sizes_shows():
+    c = _cases("scale")
+    sizes = sorted({n for _, n in c})
+    finished = lambda e: e["status"] == "ok" and not e["budget_exhausted"]  # noqa: E731
+    # Fedora 4.7.5 stops first, short of 100,000, at more than ten times lakebench's server per child
+    assert c[("fcrepo", 100_000)]["budget_exhausted"] and c[("fcrepo", 1_000_000)]["status"] == "skipped"
+    measured = [n for n in sizes if c[("fcrepo", n)]["status"] == "ok"]
+    assert all(_mean(c[("fcrepo", n)]) > 10 * _mean(c[("lmdb-http", n)]) for n in measured)
+    # Fedora 6.1.0 and oxigraph finish 100,000; their million is not run for lack of disk
+    for system in ("fcrepo6", "oxigraph"):
+        assert finished(c[(system, 100_000)])
+        assert c[(system, 1_000_000)]["skip_reason"].startswith(results.NOT_ENOUGH_DISK)
+    # lakebench in process: a million within the budget, unsynced and durable; over HTTP, several times
+    # the in-process time per child, stopped short of it but beyond every other system's reach
+    assert finished(c[("lmdb-nosync", 1_000_000)]) and finished(c[("lmdb", 1_000_000)])
+    served = c[("lmdb-http", 1_000_000)]
+    assert served["budget_exhausted"] and all(_mean(c[("lmdb-http", n)]) > 2 * _mean(c[("lmdb", n)]) for n in sizes)
+    others = [e["children"] for (s, _), e in c.items() if s in ("oxigraph", "fcrepo6", "fcrepo") and e["status"] == "ok"]
+    assert served["children"] > max(others)
+    # lakebench's mean nearly flat from 1,000 to the largest size each mode reached
+    for system in ("lmdb-nosync", "lmdb", "lmdb-http"):
+        largest = max((e for (s, _), e in c.items() if s == system and e["status"] == "ok"), key=lambda e: e["children"])
+        assert _mean(largest) < 1.5 * _mean(c[(system, 1_000)]), system
+    # the parent: lakebench's server more than ten times faster than either Fedora wherever both finished
+    for fedora in ("fcrepo6", "fcrepo"):
+        both = [n for n in sizes if finished(c[(fedora, n)]) and finished(c[("lmdb-http", n)])]
+        assert both and all(_steady(c[(fedora, n)]) > 10 * _steady(c[("lmdb-http", n)]) for n in both)
+    # oxigraph: several times lakebench's time per child, more than ten times its parent read
+    for n in sizes:
+        if finished(c[("oxigraph", n)]):
+            assert _mean(c[("oxigraph", n)]) > 3 * _mean(c[("lmdb-nosync", n)])
+            assert _steady(c[("oxigraph", n)]) > 10 * _steady(c[("lmdb-nosync", n)])

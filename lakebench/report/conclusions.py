@@ -6,6 +6,8 @@ single run, flagged when too small to trust on a shared machine.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from lakebench import results
 from lakebench import figures
 from lakebench.report import fmt
@@ -38,17 +40,23 @@ def _users_compared(data: ReportData) -> str | None:
             f"({cases}); the summary names where adding users stopped adding it ({figures.KNEE.name}).")
 
 
+def _at_own_length(data: ReportData) -> list[dict]:
+    """The successful entries at the data set's own literal length (a payload sweep is another axis)."""
+    ok = data.ok
+    if len({e.get("literal_length") for e in ok}) < 2:
+        return ok
+    length = get_path(data.document, "workload.literal_length")
+    return [e for e in ok if e.get("literal_length") == length]
+
+
 def _one_size(data: ReportData) -> list[dict]:
     """The successful entries compared: of a sweep of sizes, those of one size (:func:`_compared_size`) at
     the data set's own literal length; those that finished, when more than one did (a case whose budget
     ran out stopped at a size of its own)."""
-    ok = data.ok
-    length = get_path(data.document, "workload.literal_length")
-    if len({e.get("literal_length") for e in ok}) > 1:
-        ok = [e for e in ok if e.get("literal_length") == length]
-    sizes = {results.case_children(e) for e in ok}
-    if len(sizes) > 1:
-        ok = [e for e in ok if results.case_children(e) == _compared_size(ok)]
+    ok = _at_own_length(data)
+    if len({results.case_children(e) for e in ok}) > 1:
+        size = _compared_size(ok)
+        ok = [e for e in ok if results.case_children(e) == size]
     finished = [e for e in ok if not e.get("budget_exhausted")]
     return finished if len(finished) > 1 else ok  # those that stopped short: in the budget's line
 
@@ -57,19 +65,14 @@ def _compared_size(ok: list[dict]) -> int:
     """The size at which a sweep's systems are compared: the largest that more than one system
     finished (a case whose budget ran out stopped at a size of its own, and its running time,
     memory and disk are of another container); the largest measured when none is shared."""
-    finished: dict[int, int] = {}
-    for e in ok:
-        if not e.get("budget_exhausted") and results.case_children(e) is not None:
-            finished[results.case_children(e)] = finished.get(results.case_children(e), 0) + 1
-    shared = [n for n, systems in finished.items() if systems > 1]
+    finished = Counter(results.case_children(e) for e in ok if not e.get("budget_exhausted"))
+    shared = [n for n, systems in finished.items() if n is not None and systems > 1]
     return max(shared) if shared else max(n for n in (results.case_children(e) for e in ok) if n is not None)
 
 
 def _size_compared(data: ReportData) -> str | None:
     """Which size of a sweep of sizes the lines below compare, when it is not the largest."""
-    ok = data.ok
-    length = get_path(data.document, "workload.literal_length")
-    ok = [e for e in ok if e.get("literal_length", length) == length]
+    ok = _at_own_length(data)
     sizes = {results.case_children(e) for e in ok} - {None}
     if len(sizes) < 2:
         return None

@@ -262,31 +262,18 @@ def results_section(data: ReportData) -> str:
     return "\n".join(out)
 
 
-#: The figures of each case in the table of sizes reached: the typical child, its tail, its growth,
-#: the parent and private memory at the size the case reached.
-CASE_FIGURES = (lakebench_figures.TIME_PER_CHILD, lakebench_figures.TIME_PER_CHILD_P999,
-                lakebench_figures.TIME_PER_CHILD_MAX, lakebench_figures.GROWTH, lakebench_figures.PARENT_STEADY,
-                lakebench_figures.PEAK_PRIVATE)
-
-
-def _case_cell(entry: dict, term) -> str:
-    value = number(get_path(entry, term.path))
-    if value is None:
-        return fmt.DASH
-    if term is lakebench_figures.GROWTH:
-        return fmt.ratio(value)
-    if term is lakebench_figures.PEAK_PRIVATE:
-        return fmt.size(value)
-    if term is lakebench_figures.PARENT_STEADY:
-        return fmt.seconds(value)
-    return fmt.millis(value)
+#: The figures of each case in the table of sizes reached, each with how it is written: the typical
+#: child, its tail, its growth, the parent and private memory at the size the case reached.
+CASE_FIGURES = ((lakebench_figures.TIME_PER_CHILD, fmt.millis), (lakebench_figures.TIME_PER_CHILD_P999, fmt.millis),
+                (lakebench_figures.TIME_PER_CHILD_MAX, fmt.millis), (lakebench_figures.GROWTH, fmt.ratio),
+                (lakebench_figures.PARENT_STEADY, fmt.seconds), (lakebench_figures.PEAK_PRIVATE, fmt.size))
 
 
 def budget_rows(data: ReportData) -> list[list[str]]:
     """The table of children reached, case by case (header row first): each system's size asked and
     reached, its running time, the figures of :data:`CASE_FIGURES` at that size, and the outcome."""
     rows = [["system", "children asked", "children reached", lakebench_figures.RUNNING_TIME.name,
-             *(term.name for term in CASE_FIGURES), "outcome"]]
+             *(term.name for term, _ in CASE_FIGURES), "outcome"]]
     blank = [fmt.DASH] * (len(CASE_FIGURES) + 2)
     finished = "finished within the budget" if data.budget_seconds is not None else "finished"
     order = {name: i for i, name in enumerate(dict.fromkeys(e["name"] for e in data.systems))}
@@ -301,7 +288,7 @@ def budget_rows(data: ReportData) -> list[list[str]]:
         else:
             outcome = "budget spent, stopped" if e.get("budget_exhausted") else finished
             rows.append([name, asked, fmt.count(e.get("children")), fmt.nobreak(fmt.seconds(e["ingest_seconds"])),
-                         *(fmt.nobreak(_case_cell(e, term)) for term in CASE_FIGURES), outcome])
+                         *(fmt.nobreak(_cell(e, term.path, written)) for term, written in CASE_FIGURES), outcome])
     return rows
 
 
@@ -315,7 +302,7 @@ def budget_section(data: ReportData) -> str:
     title = "Children reached within the budget" if budget is not None else "Children reached, case by case"
     terms = lakebench_figures
     intro = ("Each system's cases, smallest first, with the figures of the size each reached: "
-             + "; ".join(f"**{t.name}**: {t.means}" for t in CASE_FIGURES) + ".")
+             + "; ".join(f"**{t.name}**: {t.means}" for t, _ in CASE_FIGURES) + ".")
     if budget is not None:
         intro += (f" Each system and case could spend {fmt.seconds(budget)} of ingest time (the sum of the "
                   f"per-child times, as **{terms.RUNNING_TIME.name}** above; generation and checkpoints not "

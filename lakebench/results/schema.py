@@ -186,7 +186,9 @@ _FIGURES = {
     **_numbers("peak_rss_bytes", "peak_rss_anon_bytes", "peak_vms_bytes", "cpu_seconds", "disk_bytes",
                "triples_total", null=True),
     "internals": Field({"batch_commits": Field({"count": Field("int"), **_numbers("seconds", "max_seconds"),
-                                                "pages_written": Field("int", null=True)})}),
+                                                "pages_written": Field("int", null=True),
+                                                **_numbers("flush_seconds", "flush_max_seconds",
+                                                           null=True)})}),
 }
 
 _RUN = {"system": Field("str", need=ALWAYS, one_line=True), "run": Field("int", need=ALWAYS), **_FIGURES}

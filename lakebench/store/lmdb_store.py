@@ -9,15 +9,17 @@ rdflib plugin's mode), which :meth:`LmdbStore.commit` ends.
 write runs in the *batch*, one LMDB write transaction left open across
 writes; its changes are appended to the write-ahead log (:mod:`.wal`) and
 the log is fdatasynced, and only then does the call return.  Every
-``batch_writes`` writes (or ``batch_bytes`` of log), the batch is committed
-with LMDB's own fsync and the log starts again.  Reads through this store
+``batch_writes`` writes (or ``batch_bytes`` of log), the batch is committed,
+unflushed, and flushed on a thread of its own while the next batch is
+written into the other of two log files (:mod:`.commitsync`: what makes
+that safe across a power cut).  Reads through this store
 go through the batch, so they see every acknowledged write; a crash loses
 the batch, and the next open replays the log into the store.  One process
 owns a store's log at a time; ``log=False`` gives LMDB's plain commit
 per write instead (several processes may then write one store).
 
-``durability="nosync"`` takes the same path without the flushes, and its
-batch writes its pages in place through LMDB's memory map (MDB_WRITEMAP):
+``durability="nosync"`` takes the same path without the flushes, in one log
+file.  Both batches write their pages in place through LMDB's memory map (MDB_WRITEMAP):
 a batch commit then has no pages to copy out (a tenth of the commit's time
 at 100,000 children), and the dirty pages are the file's, not the
 process's private memory.  A map written in place is a SIGBUS on a full
@@ -32,9 +34,8 @@ space, not memory or disk.  Growing a map maps the whole file again (munmap
 and mmap, which at tens of GB took 100 to 450 ms, and every page faulted in
 again afterwards), so a store that never outgrows its map never pauses a
 write for it.
-The durable batch keeps LMDB's ``pwrite`` path: its commits are fsynced,
-and the power-loss harness (tests/store/test_powerloss.py) sees every byte
-it writes, which it would not through a map.
+The power-loss harness (tests/store/test_powerloss.py) sees the pages written
+through the map as well as those written with ``pwrite`` (``writemap=False``).
 """
 from __future__ import annotations
 
@@ -56,16 +57,20 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.durability import Durability
+from lakebench.store.commitsync import CommitIntent, DataSync, meta_pages, undo_cut_commit
 from lakebench.store.logsync import INLINE, GroupSync, Token, Waiting
 from lakebench.store.preflight import before_open
 from lakebench.store.terms import term
 from lakebench.store.wal import (
     LOG_FILE,
+    LOG_FILES,
+    SECOND_LOG_FILE,
     LogError,
     LoggedTxn,
     WriteAheadLog,
     applied_sequence,
     encode_changes,
+    in_sequence,
     pending_log_records,
     replay,
     set_applied_sequence,
@@ -164,7 +169,7 @@ class LmdbStore:
     or power loss may lose the last writes or damage the store (LMDB's
     MDB_NOSYNC contract, and what pyoxigraph does by default).
     ``writemap``: the batch writes its pages in place through the map (see
-    the module docstring); default (None): with ``nosync`` and the log.
+    the module docstring); default (None): with the log.
     ``map_size``: the map to open with; default (None): a writer reserves
     :func:`map_reserve` (no growth, so no remap, on the write path).
     """
@@ -191,11 +196,16 @@ class LmdbStore:
         if log is None:
             log = True
         log = log and not readonly
-        # Before LMDB maps the files: a data.mdb cut short, or a lock file the
-        # file system cannot back, would be a SIGBUS rather than an error.
-        before_open(self.path, create=create, readonly=readonly)
         self._pending: tuple[Txn, list[Callable[[Txn], object]]] | None = None
-        self._log: WriteAheadLog | None = None
+        self._durability = durability
+        self._log: WriteAheadLog | None = None  # the log the batch's records go to
+        self._logs: list[WriteAheadLog] = []    # every log file of the store (two, durable)
+        # Durable, with the log: the batch is committed unflushed and flushed on a thread
+        # of its own (lakebench.store.commitsync).
+        self._intent: CommitIntent | None = None
+        self._data_sync: DataSync | None = None
+        self._pin: Txn | None = None      # a reader on the last flushed snapshot, until the next is
+        self._failed: str | None = None   # why the store takes no more writes (a flush of data.mdb failed)
         self._sync: GroupSync | None = None  # the log's flushes (lakebench.store.logsync)
         self._writers_lock = -1           # a writer without a log: its shared lock on the log file
         self._batch: Txn | None = None    # the open LMDB write transaction (log mode)
@@ -220,31 +230,53 @@ class LmdbStore:
         self.batch_bytes = batch_bytes
         self.env = None
         log_path = self.path / LOG_FILE
-        if writemap is None:  # the default: in place for the nosync writer that owns the log
-            writemap = log and durability is Durability.NOSYNC
+        if writemap is None:  # the default: in place for the writer that owns the log
+            writemap = log
+        pipelined = log and durability.syncs
         # Without a log of its own, a writer still recovers one left by a crash.
-        recover_only = not log and not readonly and log_path.exists() and log_path.stat().st_size > 0
+        recover_only = not log and not readonly and (
+            any((self.path / name).exists() and (self.path / name).stat().st_size > 0 for name in LOG_FILES)
+            or CommitIntent.pending_at(self.path) is not None)
         try:
             # The log's lock first: opening LMDB may take its writer lock, which
             # a live batch of another process holds for as long as it lives.
             if log or recover_only:
                 self._log = WriteAheadLog(log_path, durability=durability)
-                self._sync = GroupSync(self._log.sync, self._roll_back, waiting)
+                self._logs = [self._log]
+                if pipelined or (self.path / SECOND_LOG_FILE).exists():
+                    self._logs.append(WriteAheadLog(self.path / SECOND_LOG_FILE, durability=durability))
+                self._sync = GroupSync(self._flush_log, self._roll_back, waiting)
+                # A commit whose flush a cut interrupted: LMDB opens the snapshot before it.
+                undo_cut_commit(self.path)
+                if pipelined:
+                    self._intent = CommitIntent(self.path)
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
+            elif CommitIntent.pending_at(self.path) is not None and not _writer_alive(self.path):
+                raise StoreError(f"{self.path}: its last commit was cut before it was flushed; "
+                                 "open the store for writing once to recover it")
+            # Before LMDB maps the files (and after a cut commit is undone): a data.mdb cut
+            # short, or a lock file the file system cannot back, would be a SIGBUS rather
+            # than an error.
+            before_open(self.path, create=create, readonly=readonly)
             # Only the log's owner, the one writer, leaves term ids unfiled.
             if map_size is None:
                 map_size = DEFAULT_MAP_SIZE if readonly else map_reserve(self.path)
-            self.env = Environment(self.path, map_size=map_size, durability=durability, readonly=readonly,
+            # Pipelined, LMDB commits unflushed; this store flushes (DataSync).
+            self.env = Environment(self.path, map_size=map_size,
+                                   durability=Durability.NOSYNC if pipelined else durability, readonly=readonly,
                                    writemap=writemap and log, defer_filing=log, filing_lag=filing_lag,
                                    filing_max=filing_max)
+            if self._intent is not None:
+                self._data_sync = DataSync(lambda: self.env.sync(True), self._intent)
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)
             if recover_only:
-                self._log.truncate()
-                self._log.close()
-                self._log, self._sync = None, None
+                for each in self._logs:
+                    each.truncate()
+                    each.close()
+                self._log, self._logs, self._sync = None, [], None
                 self._writers_lock = share_writers_lock(log_path)
             if not log and not readonly:
                 self._file_terms()
@@ -268,6 +300,14 @@ class LmdbStore:
         if self._sync is not None:
             self._sync.idle()  # a flush on another thread still uses the log
         try:
+            if self._data_sync is not None:
+                try:
+                    self._data_sync.wait()  # it uses the environment
+                except Exception:  # noqa: BLE001  (its intent stays pending: the next open undoes it)
+                    pass
+            if self._pin is not None:
+                pin, self._pin = self._pin, None
+                pin.abort()
             self._abort_batch()
             if self._pending is not None:
                 txn, _ = self._pending
@@ -277,16 +317,18 @@ class LmdbStore:
             if self.env is not None:
                 self.env.close()
         finally:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
+            for each in self._logs:
+                each.close()
+            self._log, self._logs = None, []
+            if self._intent is not None:
+                self._intent.close()
             if self._writers_lock >= 0:
                 os.close(self._writers_lock)
                 self._writers_lock = -1
 
     @property
     def durability(self) -> Durability:
-        return Durability(self.env.durability)
+        return self._durability
 
     @property
     def logged(self) -> bool:
@@ -358,6 +400,8 @@ class LmdbStore:
         """
         if self._writing:
             raise StoreError("a store write cannot start inside another one")
+        if self._failed is not None:
+            raise StoreError(self._failed)
         if self._disk_full and not self._space_again():
             raise NoSpaceError(f"{self.path}: no space left on the device (less than "
                                f"{_SPACE_AGAIN >> 20} MiB free since a write failed for lack of it)")
@@ -445,6 +489,8 @@ class LmdbStore:
     def _write_logged(self, op) -> tuple[object, Token | None]:
         """Run ``op`` in the batch and log its changes, unflushed; its result, and
         the record to wait for (None: nothing changed, or a pending transaction's)."""
+        if self._pin is not None and self._data_sync.finished:
+            self._settle_commit()  # the last commit is flushed: its pages may be reused
         for _ in range(_MAX_GROWTHS):
             batch = self._open_batch()
             # Written in place: blocks for what this write may add to the batch, before it
@@ -518,9 +564,13 @@ class LmdbStore:
             # LMDB's writer lock belongs to the thread that took it.
             raise StoreError("the store's write batch belongs to another thread")
 
-    def _commit_batch(self) -> None:
-        """Commit the batch with LMDB's fsync; the log then starts again.
+    def _commit_batch(self, flushed: bool = False) -> None:
+        """Commit the batch; the log then starts again.
 
+        Durable, the commit is flushed on a thread of its own while the next
+        batch is written (lakebench.store.commitsync), into the other log
+        file; ``flushed`` waits for that flush.  Nosync, LMDB's commit is
+        not flushed, and the same log starts again.
         On failure the batch is gone and is rebuilt from the log (now, or at
         the next use if that fails too); nothing acknowledged is lost.
         """
@@ -528,16 +578,30 @@ class LmdbStore:
             self._rebuild()
         batch = self._batch
         if batch is None:
+            if flushed:
+                self._settle_commit()
             return
         if self._user:
             raise StoreError("a pending transaction is open")
         self._check_owner()
+        pin = None
+        if self._intent is not None:
+            self._settle_commit()  # the last commit flushed, its pin let go
+            # This batch's records durable in their log, which the next batch does not
+            # write: until this commit is flushed, a cut replays them.
+            self._sync.flush_now()
+            info = self.env.info()
+            self._intent.write(info["last_txnid"], info["page_size"],
+                               meta_pages(self._key / "data.mdb", info["page_size"]))
+            pin = self.env.begin()  # no page of the flushed snapshot is reused until the next is flushed
         self._batch = None
         written, started = _thread_bytes_written(), time.perf_counter()
         try:
             set_applied_sequence(batch, self._seq)
             batch.commit()
         except BaseException as exc:
+            if pin is not None:
+                pin.abort()
             if batch.active:
                 batch.abort()
             self._stale = True
@@ -551,11 +615,38 @@ class LmdbStore:
             raise
         self._count_commit(time.perf_counter() - started, written)
         self._batch_records = 0
-        # LMDB's own fsync made every record so far durable: their writers
-        # need no flush of the log.
-        self._sync.mark_durable(self._seq)
-        self._log.reset()
+        if pin is None:
+            self._sync.mark_durable(self._seq)
+            self._log.reset()
+        else:
+            self._pin = pin
+            self._log = self._logs[1] if self._log is self._logs[0] else self._logs[0]
+            self._log.reset()  # its records are in the snapshot the pin keeps, flushed
+            self._data_sync.start()
+            if flushed or self.env.grow_due():  # growing the map needs no transaction open
+                self._settle_commit()
         self._maybe_grow()
+
+    def _settle_commit(self) -> None:
+        """Wait for the flush of the last commit (on its own thread) and let go of its pin."""
+        if self._data_sync is None:
+            return
+        if self._failed is not None:  # no commit after it: its intent must stay as it is
+            raise StoreError(self._failed)
+        try:
+            self._data_sync.wait()
+        except OSError as exc:
+            self._failed = (f"{self.path}: data.mdb could not be flushed after a batch commit ({exc}); "
+                            "the log keeps every acknowledged write: close the store and open it again")
+            raise StoreError(self._failed) from exc
+        if self._pin is not None:
+            pin, self._pin = self._pin, None
+            pin.abort()
+
+    def _flush_log(self) -> None:
+        """The group commit's flush: the log the batch writes to (the other one was
+        flushed before the batch commit that left it)."""
+        self._log.sync()
 
     def _count_commit(self, seconds: float, written_before: int | None) -> None:
         stats = self._commits
@@ -563,20 +654,25 @@ class LmdbStore:
         stats["seconds"] += seconds
         stats["max_seconds"] = max(stats["max_seconds"], seconds)
         written_after = _thread_bytes_written()
-        if stats["pages_written"] is not None and written_before is not None and written_after is not None:
+        if (stats["pages_written"] is not None and written_before is not None and written_after is not None
+                and not self.env.writemap):
             stats["pages_written"] += (written_after - written_before) // self.env.info()["page_size"]
         else:
             stats["pages_written"] = None
 
     @property
     def batch_commits(self) -> dict:
-        """The batch commits so far (log mode): how many, their seconds (total
-        and the longest) and the pages LMDB wrote for them (None where the OS
-        does not count a thread's writes).  The pages per commit are the cost
-        of a durable commit to watch (docs/store.rst)."""
+        """The batch commits so far (log mode): how many, their seconds on the
+        writer's thread (total and the longest), the pages LMDB wrote for them
+        (None where it writes none itself, the map being written in place, or
+        where the OS does not count a thread's writes), and, durable, the
+        seconds of their flushes on a thread of their own (None nosync)."""
         stats = dict(self._commits)
         stats["seconds"] = round(stats["seconds"], 6)
         stats["max_seconds"] = round(stats["max_seconds"], 6)
+        sync = self._data_sync
+        stats["flush_seconds"] = None if sync is None else round(sync.seconds, 6)
+        stats["flush_max_seconds"] = None if sync is None else round(sync.max_seconds, 6)
         return stats
 
     @property
@@ -611,7 +707,7 @@ class LmdbStore:
             try:
                 applied = applied_sequence(batch)
                 # A record past self._seq is one whose flush failed: never acknowledged.
-                records = [(seq, payload) for seq, payload in self._log.records() if applied < seq <= self._seq]
+                records = [(seq, payload) for seq, payload in in_sequence(self._logs) if applied < seq <= self._seq]
                 for _, payload in records:
                     replay(batch, payload)
                 if user:
@@ -640,24 +736,33 @@ class LmdbStore:
         """At open: replay what the log holds beyond the store, and commit it."""
         with self.env.begin() as txn:
             applied = applied_sequence(txn)
-        records = list(self._log.records())
-        pending = [(seq, payload) for seq, payload in records if seq > applied]
+        pending = [(seq, payload) for seq, payload in in_sequence(self._logs) if seq > applied]
         if pending and pending[0][0] != applied + 1:
             raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
                            f"records up to {applied}: records are missing")
+        for before, after in zip(pending, pending[1:]):
+            if after[0] != before[0] + 1:
+                raise LogError(f"{self.path}: the log's record {after[0]} follows record {before[0]}: "
+                               "records are missing")
         self._seq = pending[-1][0] if pending else applied
-        damage = self._log.damage(self._seq)
-        if damage is not None:
-            if not self._truncate_damaged_log:
-                raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
-                               "open the store with its damaged log truncated: lakebench serve "
-                               "--truncate-damaged-log)")
-            self._log.cut_after(records)
-            _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
+        for log in self._logs:
+            damage = log.damage(self._seq)
+            if damage is not None:
+                if not self._truncate_damaged_log:
+                    raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
+                                   "open the store with its damaged log truncated: lakebench serve "
+                                   "--truncate-damaged-log)")
+                log.cut_after(list(log.records()))
+                _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
         if pending:
-            self._log.position_after(records)  # keep them until they are committed
+            # Kept until they are committed: new records go after the last of them.
+            for log in self._logs:
+                records = list(log.records())
+                if records and records[-1][0] == self._seq:
+                    self._log = log
+                    log.position_after(records)
             self._rebuild()
-            self._commit_batch()
+            self._commit_batch(flushed=True)
 
     def _file_terms(self) -> None:
         """File the term ids a writer with a log left out of ``t2i``: without
@@ -759,8 +864,9 @@ class LmdbStore:
         (what a clean close does, the store staying open)."""
         self.commit()
         if self._log is not None:
-            self._commit_batch()
-            self._log.truncate()
+            self._commit_batch(flushed=True)
+            for log in self._logs:
+                log.truncate()
 
     def clear_stale_readers(self) -> int:
         """Free the reader slots of processes that died holding a snapshot (a
@@ -782,10 +888,14 @@ class LmdbStore:
             self._check_owner()  # only the batch's thread may commit or abort it
         try:
             self.commit()
-            if self._log is not None:
+            if self._failed is not None:
+                # The log keeps every acknowledged write, and the next open recovers them.
+                _logger.warning("%s: closed without a commit: %s", self.path, self._failed)
+            elif self._log is not None:
                 self._sync.idle()
-                self._commit_batch()
-                self._log.truncate()  # everything is in data.mdb: the log costs no disk at rest
+                self._commit_batch(flushed=True)
+                for log in self._logs:
+                    log.truncate()  # everything is in data.mdb: the log costs no disk at rest
         finally:
             # Whatever failed above is still in the log (or was never
             # acknowledged): the next open recovers it.
@@ -833,6 +943,18 @@ def turtle_to_ntriples(data: bytes, base: str | None) -> bytes:
         raise ParseError(f"Turtle: {e.msg}", None, e.lineno, e.offset) from None
 
 
+
+
+def _writer_alive(path: Path) -> bool:
+    """Whether a process holds the store's log (its writer: what it committed is in the page cache)."""
+    try:
+        log = WriteAheadLog(path / LOG_FILE, readonly=True)
+    except FileNotFoundError:
+        return False
+    try:
+        return log.writer_alive
+    finally:
+        log.close()
 
 
 def opened(path) -> LmdbStore | None:

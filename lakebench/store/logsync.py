@@ -112,6 +112,19 @@ class GroupSync:
         self.synced = max(self.synced, seq)
         self._last = max(self._last, seq)
 
+    def flush_now(self) -> None:
+        """Flush on the owner's thread, now (before a batch commit leaves the log
+        for the other one), failing as a group's flush fails."""
+        covered = self._last
+        try:
+            self._flush()
+        except OSError as exc:
+            self.failures += 1
+            self._fail(exc)
+            raise LogSyncError(self._why) from exc
+        self.flushes += 1
+        self.synced = max(self.synced, covered)
+
     def pending(self) -> Token:
         """A token for everything written so far (what a read has seen)."""
         return Token(self.epoch, self._last)

@@ -8,26 +8,31 @@ from pathlib import Path
 from lakebench._store import Environment
 from lakebench.store.lmdb_store import Problems, check_snapshot, opened
 from lakebench.store.preflight import StoreDamaged, data_file, run_in_child, verify_file
-from lakebench.store.wal import LOG_FILE, LogError, WriteAheadLog, applied_sequence, decode_changes
+from lakebench.store.commitsync import CommitIntent
+from lakebench.store.wal import LOG_FILES, LogError, WriteAheadLog, applied_sequence, decode_changes, in_sequence
 
 
 def _check_log(path: Path, env, result: Problems) -> None:
-    """Every record of the log beyond the store decodes, in sequence."""
-    log_path = path / LOG_FILE
+    """Every record of the logs beyond the store decodes, in sequence."""
     result.summary["log_pending"] = 0
-    if not log_path.exists():
+    # A batch commit cut before its flush was confirmed: the next writable open goes
+    # back to the snapshot before it and replays the log (lakebench.store.commitsync).
+    result.summary["commit_cut"] = CommitIntent.pending_at(path) is not None
+    logs = [WriteAheadLog(path / name, readonly=True) for name in LOG_FILES if (path / name).exists()]
+    if not logs:
         return
-    log = WriteAheadLog(log_path, readonly=True)
     try:
         with env.begin() as txn:
             applied = applied_sequence(txn)
         result.summary["log_applied"] = applied
-        last = max([applied, *(seq for seq, _ in log.records())])
-        damage = log.damage(last)
-        if damage is not None:
-            result.append(f"log: {damage}")
+        records = in_sequence(logs)
+        last = max([applied, *(seq for seq, _ in records)])
+        for log in logs:
+            damage = log.damage(last)
+            if damage is not None:
+                result.append(f"log: {damage}")
         expected = None
-        for seq, payload in log.records():
+        for seq, payload in records:
             if seq <= applied:
                 continue
             if expected is None and seq != applied + 1:
@@ -39,7 +44,8 @@ def _check_log(path: Path, env, result: Problems) -> None:
                 result.append(f"log: record {seq}: {exc}")
             result.summary["log_pending"] += 1
     finally:
-        log.close()
+        for log in logs:
+            log.close()
 
 
 def check(path) -> Problems:

@@ -425,6 +425,11 @@ def replay(txn, payload: bytes) -> None:
 
 #: The log's file in a store's directory.
 LOG_FILE = "wal"
+#: The second log file of a durable store: its batches' records go to the two files in turn,
+#: so that a batch's records outlive its commit until that commit is flushed
+#: (lakebench.store.commitsync).
+SECOND_LOG_FILE = "wal.2"
+LOG_FILES = (LOG_FILE, SECOND_LOG_FILE)
 #: The meta key holding the sequence number of the last log record in the store.
 APPLIED_KEY = "wal_seq"
 _SEQ = struct.Struct(">Q")
@@ -441,18 +446,23 @@ def applied_sequence(txn) -> int:
     return _SEQ.unpack(value)[0] if value else 0
 
 
+def in_sequence(logs) -> list[tuple[int, bytes]]:
+    """The records of ``logs`` (a store's one or two), in sequence order: each file
+    holds one run of consecutive records, a batch's (or an older one's, stale)."""
+    runs = sorted((run for run in (list(log.records()) for log in logs) if run), key=lambda run: run[0][0])
+    return [record for run in runs for record in run]
+
+
 def pending_log_records(path, env) -> int:
     """How many log records of the store at ``path`` are not in its LMDB file yet,
     0 also when a live process owns the log (its batch is not ours to see)."""
-    log_path = Path(path) / LOG_FILE
-    if not log_path.exists():
-        return 0
-    log = WriteAheadLog(log_path, readonly=True)
+    logs = [WriteAheadLog(Path(path) / name, readonly=True) for name in LOG_FILES if (Path(path) / name).exists()]
     try:
-        if log.writer_alive:
+        if not logs or any(log.writer_alive for log in logs):
             return 0
         with env.begin() as txn:
             applied = applied_sequence(txn)
-        return sum(1 for seq, _ in log.records() if seq > applied)
+        return sum(1 for seq, _ in in_sequence(logs) if seq > applied)
     finally:
-        log.close()
+        for log in logs:
+            log.close()

@@ -32,13 +32,16 @@ pytestmark = [pytest.mark.powerloss, pytest.mark.slow]
 HERE = Path(__file__).parent / "powerloss"
 CHILDREN, TRIPLES = 48, 20
 MODES = {  # name -> (durable, log, filing lag, writers, batch written in place)
-    "log": (True, True, None, 1, False),         # the default durable mode (no id filed in t2i: too few)
+    # the durable log, its batch written with pwrite, committed unflushed and flushed on a
+    # thread of its own (lakebench.store.commitsync; no id filed in t2i: too few)
+    "log": (True, True, None, 1, False),
     "log-filing": (True, True, 32, 1, False),    # the same, filing ids in t2i at several batch commits
     "commit": (True, False, None, 1, False),     # LMDB's fsync per commit, no log
     # 8 writers (greenlets, the flush at the end of the loop's turn, as the server
     # runs them): their writes share flushes (group commit)
     "log-group": (True, True, None, 8, False),
-    # the durable batch written through the map (MDB_WRITEMAP), its pages seen by the tracer
+    # the default durable mode: the batch written through the map (MDB_WRITEMAP), its pages
+    # seen by the tracer
     "log-in-place": (True, True, 32, 1, True),
     "log-unflushed": (False, True, None, 1, None),  # the control: nothing is flushed
 }

@@ -1,4 +1,4 @@
-"""The nosync batch writes its pages in place through the map (MDB_WRITEMAP), its file
+"""The batch of the log's owner writes its pages in place through the map (MDB_WRITEMAP), its file
 allocated ahead of what a write may take: a full disk is an error, never a SIGBUS.  A writer
 reserves a map as large as its file system, so that it never remaps on the write path."""
 from __future__ import annotations
@@ -16,11 +16,13 @@ from lakebench.store import LmdbStore, check, map_reserve
 from ..conftest import fill_disk, mounted_tmpfs
 
 
-def test_the_nosync_writer_writes_in_place_the_others_do_not(tmp_path):
+def test_the_log_owner_writes_in_place_the_others_do_not(tmp_path):
     with LmdbStore(tmp_path / "n", durability="nosync") as store:
         assert store.env.writemap
     with LmdbStore(tmp_path / "d", durability="durable") as store:
-        assert not store.env.writemap  # its pwrites are what the power-loss harness sees
+        assert store.env.writemap  # its commits flushed on a thread of their own (commitsync)
+    with LmdbStore(tmp_path / "p", durability="durable", writemap=False) as store:
+        assert not store.env.writemap
     with LmdbStore(tmp_path / "plain", durability="nosync", log=False) as store:
         assert not store.env.writemap  # several processes may write it
     with LmdbStore(tmp_path / "n", readonly=True, create=False) as store:

@@ -1,0 +1,73 @@
+"""The store's batch commit, in-process: the time of each write and of the batch commits.
+
+Ingests N children of the seed workload under one parent into a new LmdbStore in
+DIR, one write each (what ``lakebench run --systems lmdb`` times, without the
+harness), and prints one JSON line: the writes' mean / p50 / p95 / p99 / p99.9 /
+max in ms and last/first tenth (lakebench.results.stats), the batch commits
+(``LmdbStore.batch_commits``: their time on the writer's thread, and, durable,
+their flushes on a thread of their own) and the process's private memory at the
+end (RssAnon).  ``--mode``: ``durable`` (the default store), ``durable-pwrite``
+(the batch written with pwrite rather than through the map), ``nosync``.
+
+    .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
+
+docs/store.rst ("Durability and concurrency") gives what it measured.  DIR is
+removed first and after.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+
+from lakebench.dataset import LDP_CONTAINS, DataSet
+from lakebench.results.stats import latency_summary
+from lakebench.store import LmdbStore
+from lakebench.store.terms import iri
+
+MODES = {"durable": ("durable", None), "durable-pwrite": ("durable", False), "nosync": ("nosync", None)}
+
+
+def private_memory_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no RssAnon in /proc/self/status")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--children", type=int, default=150_000, help="children to write (default 150,000)")
+    parser.add_argument("--mode", choices=sorted(MODES), default="durable", help="the store's mode (default durable)")
+    parser.add_argument("--dir", required=True, help="the store's directory (removed first and after)")
+    args = parser.parse_args()
+    durability, writemap = MODES[args.mode]
+    shutil.rmtree(args.dir, ignore_errors=True)
+    dataset = DataSet(children=args.children)
+    parent, contains = iri(dataset.parent_uri), iri(LDP_CONTAINS)
+    seconds = []
+    try:
+        store = LmdbStore(args.dir, durability=durability, writemap=writemap)
+        store.write(lambda txn: txn.add_graph(parent))
+        for i, child in enumerate(dataset):
+            uri, body = iri(child.uri), child.ntriples
+            began = time.perf_counter()
+            store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
+            seconds.append(time.perf_counter() - began)
+            if i % 50_000 == 0:
+                print(f"{i:,} children", file=sys.stderr, flush=True)
+        private = private_memory_bytes()
+        store.close()
+        commits = store.batch_commits  # the last one at close included
+    finally:
+        shutil.rmtree(args.dir, ignore_errors=True)
+    print(json.dumps({"mode": args.mode, "children": args.children, **latency_summary(seconds),
+                      "batch_commits": commits, "rss_anon_bytes": private}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The durable batch commit flushed off the request path (lakebench.store.commitsync):
+a cut between a commit and its flush's confirmation, a flush that fails, and the
+reader that finds a commit not yet undone.  tests/store/test_powerloss.py replays
+every crash point of the same path."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lakebench.store import LmdbStore, StoreError, check
+from lakebench.store.commitsync import CommitIntent
+from lakebench.store.terms import iri
+
+P = iri("http://e/p")
+
+# Writes batches of 4 whose commits are never confirmed (the flush's confirmation
+# sleeps), acknowledging each write on stdout; the test kills it.
+UNCONFIRMED_WRITER = textwrap.dedent("""
+    import sys, time
+    from lakebench.store import LmdbStore, commitsync
+    commitsync.CommitIntent.confirm = lambda self: time.sleep(3600)
+    store = LmdbStore(sys.argv[1], batch_writes=4)
+    for i in range(int(sys.argv[2])):
+        store.add([(f"http://e/s{i}", "http://e/p", f"http://e/o{i}", "http://e/g")])
+        print("ACK", i, flush=True)
+    print("DONE", flush=True)
+    time.sleep(3600)
+""")
+
+
+def _subjects(store) -> set[bytes]:
+    return {q[0] for q in store.quads(None, P, None, None)}
+
+
+def test_a_commit_cut_before_its_flush_was_confirmed_is_undone_and_replayed(tmp_path):
+    path = tmp_path / "s"
+    writer = subprocess.Popen([sys.executable, "-c", UNCONFIRMED_WRITER, str(path), "6"], stdout=subprocess.PIPE,
+                              text=True)
+    acked = []
+    for line in writer.stdout:
+        if line.startswith("DONE"):
+            break
+        acked.append(int(line.split()[1]))
+    # the commit after the 4th write waits for its confirmation: the 5th and 6th write
+    # went on into the other log meanwhile
+    assert acked == list(range(6))
+    assert CommitIntent.pending_at(path) is not None
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    with pytest.raises(StoreError, match="open the store for writing once"):
+        LmdbStore(path, readonly=True, create=False)
+    with LmdbStore(path) as store:  # writes the snapshot before the commit back, replays both logs
+        assert CommitIntent.pending_at(path) is None
+        assert _subjects(store) == {iri(f"http://e/s{i}") for i in acked}
+    assert not check(path)
+    with LmdbStore(path, readonly=True, create=False) as store:
+        assert len(_subjects(store)) == 6
+
+
+def test_a_failed_flush_stops_the_writes_and_the_next_open_recovers_them(tmp_path, monkeypatch):
+    def fail(self):
+        raise OSError(5, "Input/output error")
+
+    store = LmdbStore(tmp_path / "s", batch_writes=2)
+    monkeypatch.setattr(CommitIntent, "confirm", fail)
+    for i in range(3):  # the 2nd write commits; its flush's confirmation fails on the thread
+        store.add([(f"http://e/s{i}", "http://e/p", f"http://e/o{i}", "http://e/g")])
+    with pytest.raises(StoreError, match="could not be flushed"):
+        for i in range(3, 6):  # the next commit finds it
+            store.add([(f"http://e/s{i}", "http://e/p", f"http://e/o{i}", "http://e/g")])
+    with pytest.raises(StoreError, match="close the store and open it again"):
+        store.add([("http://e/late", "http://e/p", "http://e/o", "http://e/g")])
+    acked = len(_subjects(store))
+    store.close()
+    monkeypatch.undo()
+    assert CommitIntent.pending_at(tmp_path / "s") is not None
+    with LmdbStore(tmp_path / "s") as store:
+        assert len(_subjects(store)) == acked >= 4
+        store.add([("http://e/after", "http://e/p", "http://e/o", "http://e/g")])
+    assert not check(tmp_path / "s")
+
+
+def test_each_batch_writes_the_other_log_and_a_clean_close_leaves_none(tmp_path):
+    path = tmp_path / "s"
+    with LmdbStore(path, batch_writes=3) as store:
+        for i in range(7):
+            store.add([(f"http://e/s{i}", "http://e/p", f"http://e/o{i}", "http://e/g")])
+            # the batch's records are in one log, the last batch's in the other until it is reused
+            assert os.path.getsize(path / "wal") > 0
+        assert os.path.getsize(path / "wal.2") > 0
+        assert store.batch_commits["count"] == 2
+    assert os.path.getsize(path / "wal") == os.path.getsize(path / "wal.2") == 0
+    assert CommitIntent.pending_at(path) is None
+    with LmdbStore(path, readonly=True, create=False) as store:
+        assert len(_subjects(store)) == 7
+
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable-commit.py")
+
+
+@pytest.mark.parametrize("mode", ["durable", "durable-pwrite", "nosync"])
+def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
+    import json
+
+    out = subprocess.run([sys.executable, SCRIPT, "--children", "1100", "--mode", mode, "--dir", str(tmp_path / "s")],
+                         capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout)
+    assert report["children"] == 1100 and 0 < report["per_resource_ms"]["p50"] <= report["per_resource_ms"]["max"]
+    assert report["batch_commits"]["count"] == 2   # 1,024 writes, then the rest at close
+    assert (report["batch_commits"]["flush_seconds"] is None) == (mode == "nosync")
+    assert report["rss_anon_bytes"] > 0
+    assert not (tmp_path / "s").exists()

@@ -702,6 +702,7 @@ class LmdbStore:
         for _ in range(_MAX_GROWTHS):
             self._abort_batch()
             if grow:
+                self._settle_commit()  # growing the map needs no transaction open: the pin neither
                 self.env.grow()
             batch = self._begin_batch()
             try:

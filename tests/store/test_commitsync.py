@@ -115,3 +115,21 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert (report["batch_commits"]["flush_seconds"] is None) == (mode == "nosync")
     assert report["rss_anon_bytes"] > 0
     assert not (tmp_path / "s").exists()
+
+
+def test_a_map_that_fills_while_a_flush_runs_grows_once_it_is_confirmed(tmp_path, monkeypatch):
+    import time
+
+    confirm = CommitIntent.confirm
+
+    def slow_confirm(self):  # the pin is still held when the batch fills the map
+        time.sleep(0.05)
+        confirm(self)
+
+    monkeypatch.setattr(CommitIntent, "confirm", slow_confirm)
+    with LmdbStore(tmp_path / "s", map_size=1 << 17, batch_writes=2, writemap=False) as store:
+        for i in range(40):
+            store.add([(f"http://e/s{i}", "http://e/p", "http://e/" + "o" * 3000 + str(i), "http://e/g")])
+        assert store.env.info()["map_size"] > 1 << 17
+        assert len(_subjects(store)) == 40
+    assert not check(tmp_path / "s")

@@ -5,8 +5,8 @@ DIR, one write each (what ``lakebench run --systems lmdb`` times, without the
 harness), and prints one JSON line: the writes' mean / p50 / p95 / p99 / p99.9 /
 max in ms and last/first tenth (lakebench.results.stats), the batch commits
 (``LmdbStore.batch_commits``: their time on the writer's thread, and, durable,
-their flushes on a thread of their own) and the process's private memory at the
-end (RssAnon).  ``--mode``: ``durable`` (the default store), ``durable-pwrite``
+their flushes on a thread of their own), the same figures of the writes that
+follow a batch commit, and the process's private memory at the end (RssAnon).  ``--mode``: ``durable`` (the default store), ``durable-pwrite``
 (the batch written with pwrite rather than through the map), ``nosync``.
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
@@ -48,15 +48,19 @@ def main() -> int:
     shutil.rmtree(args.dir, ignore_errors=True)
     dataset = DataSet(children=args.children)
     parent, contains = iri(dataset.parent_uri), iri(LDP_CONTAINS)
-    seconds = []
+    seconds, after_commit = [], []
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap)
         store.write(lambda txn: txn.add_graph(parent))
+        committed = 0  # batch commits so far
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
             began = time.perf_counter()
             store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
             seconds.append(time.perf_counter() - began)
+            if store.batch_commits["count"] != committed:  # this write committed the batch
+                committed = store.batch_commits["count"]
+                after_commit.append(i + 1)
             if i % 50_000 == 0:
                 print(f"{i:,} children", file=sys.stderr, flush=True)
         private = private_memory_bytes()
@@ -64,7 +68,10 @@ def main() -> int:
         commits = store.batch_commits  # the last one at close included
     finally:
         shutil.rmtree(args.dir, ignore_errors=True)
+    after = [seconds[i] for i in after_commit if i < len(seconds)]
     print(json.dumps({"mode": args.mode, "children": args.children, **latency_summary(seconds),
+                      # the write that follows each batch commit (it meets the commit's flush)
+                      "after_commit_ms": latency_summary(after)["per_resource_ms"] if after else None,
                       "batch_commits": commits, "rss_anon_bytes": private}))
     return 0
 

@@ -352,3 +352,20 @@ def test_what_the_sweep_of_sizes_shows():
         if finished(c[("oxigraph", n)]):
             assert _mean(c[("oxigraph", n)]) > 3 * _mean(c[("lmdb-nosync", n)])
             assert _steady(c[("oxigraph", n)]) > 10 * _steady(c[("lmdb-nosync", n)])
+
+
+@pytest.mark.skipif("durable-million" not in RUNS or "scale" not in RUNS, reason="no durable million kept")
+def test_what_the_durable_million_shows():
+    (aside,) = results.load(RUNS_DIR / "durable-million")["systems"]
+    inline = _cases("scale")[("lmdb", 1_000_000)]
+    assert aside["status"] == inline["status"] == "ok" and aside["children"] == inline["children"] == 1_000_000
+    # the commits cost the writing thread a small fraction; its slowest write is less than half
+    commits = aside["internals"]["batch_commits"], inline["internals"]["batch_commits"]
+    assert commits[0]["seconds"] < 0.1 * commits[1]["seconds"] and commits[0]["flush_seconds"] > 0
+    assert aside["per_resource_ms"]["max"] < 0.5 * inline["per_resource_ms"]["max"]
+    # a lower mean, the last tenth within a fifth of the first, lower private memory at its peak
+    assert _mean(aside) < _mean(inline) and aside["growth"]["ratio"] <= 1.2
+    assert aside["peak_rss_anon_bytes"] < inline["peak_rss_anon_bytes"]
+    # the writes that meet a flush wait: p99 and p99.9 above the sweep's
+    for q in ("p99", "p999"):
+        assert aside["per_resource_ms"][q] > inline["per_resource_ms"][q], q

@@ -20,9 +20,12 @@ them: LMDB opens the snapshot before the commit, which is whole, because
 
 * every one of its pages was flushed before the intent was written (the
   previous commit's flush is waited for before the next commit), and
-* no page of it is written over until the intent is confirmed: a read
-  transaction on it (the *pin*) is opened before the commit and kept until
-  then, and LMDB never reuses a page a live reader can see;
+* no page of it is written over until the intent is confirmed: LMDB reuses
+  a page that a commit freed only two commits later (and never one that a
+  live reader can see), and the commit after this one waits for this one's
+  confirmation.  The store also holds a read transaction on that snapshot
+  (the *pin*) from before the commit until then, which makes it explicit and
+  keeps the map from being resized under the flushing thread;
 
 and the write-ahead log still holds every acknowledged write since that
 snapshot: each batch's records go to one of two log files in turn, flushed
@@ -33,19 +36,25 @@ next, when the commit its records went into is confirmed.  This is LMDB
 
 A flush that fails leaves the intent pending: the store takes no more
 writes, and its next open goes back to the confirmed snapshot and replays
-the log.  tests/store/test_powerloss.py replays every crash point of a
+the log.  That open is refused while another process has the store's
+environment open (its lock file would still name the cut commit), and it
+checks that the intent is this file's.  A lakebench older than this module
+knows neither ``wal.2`` nor ``commit.intent``: it must not open a store left
+by a crash of this one.  tests/store/test_powerloss.py replays every crash point of a
 traced run of this path.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import struct
-import threading
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
-from lakebench.store.wal import LogError, fsync_path
+from lakebench._store import StoreError
+from lakebench.store.wal import fsync_path
 
 INTENT_FILE = "commit.intent"
 #: magic | state | LMDB txn id of the snapshot the pages name | page size | CRC32 of the
@@ -72,12 +81,13 @@ def _native():
 
 
 class CommitIntent:
-    """The intent file beside ``data.mdb``: the meta pages to write back after a cut."""
+    """The intent file beside ``data.mdb``: the meta pages to write back after a cut.
+    ``create=False`` opens an existing one only (none: nothing is pending)."""
 
-    def __init__(self, store_dir: Path):
+    def __init__(self, store_dir: Path, create: bool = True):
         self.path = Path(store_dir) / INTENT_FILE
-        created = not self.path.exists()
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        created = create and not self.path.exists()
+        self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
         if created:
             # Its name durable before any intent is written in it.
             os.fsync(self._fd)
@@ -87,13 +97,28 @@ class CommitIntent:
     def pending_at(store_dir: Path) -> bytes | None:
         """The meta pages of the store's intent if it is pending, else None."""
         try:
-            fd = os.open(Path(store_dir) / INTENT_FILE, os.O_RDONLY)
+            intent = CommitIntent(store_dir, create=False)
         except FileNotFoundError:
             return None
         try:
-            return _pending(fd)
+            pending = intent.pending()
+            return None if pending is None else pending[2]
         finally:
-            os.close(fd)
+            intent.close()
+
+    def pending(self) -> tuple[int, int, bytes] | None:
+        """(LMDB txn id of the snapshot, page size, its meta pages) if pending, else None."""
+        head = os.pread(self._fd, _HEAD.size, 0)
+        if len(head) < _HEAD.size:
+            return None
+        magic, state, txnid, page_size, crc = _HEAD.unpack(head)
+        if magic != _MAGIC or state != _PENDING or not 512 <= page_size <= 1 << 16:
+            return None
+        pages = os.pread(self._fd, _META_PAGES * page_size, _HEAD.size)
+        if len(pages) < _META_PAGES * page_size or _crc(txnid, page_size, pages) != crc:
+            # Torn: its write never returned, so the commit it was for never began.
+            return None
+        return txnid, page_size, pages
 
     def write(self, txnid: int, page_size: int, pages: bytes) -> None:
         """The meta pages of snapshot ``txnid`` (every page of it flushed), pending, flushed."""
@@ -102,13 +127,9 @@ class CommitIntent:
         os.fdatasync(self._fd)
 
     def confirm(self) -> None:
-        """The commit after it is flushed: nothing to write back."""
+        """The commit after it is flushed, or the meta pages written back: nothing to undo."""
         _write_all(self._fd, struct.pack("<I", _CONFIRMED), 4)
         os.fdatasync(self._fd)
-
-    @property
-    def pending(self) -> bool:
-        return _pending(self._fd) is not None
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -116,36 +137,56 @@ class CommitIntent:
             self._fd = -1
 
 
-def _pending(fd: int) -> bytes | None:
-    head = os.pread(fd, _HEAD.size, 0)
-    if len(head) < _HEAD.size:
-        return None
-    magic, state, txnid, page_size, crc = _HEAD.unpack(head)
-    if magic != _MAGIC or state != _PENDING or not 512 <= page_size <= 1 << 16:
-        return None
-    pages = os.pread(fd, _META_PAGES * page_size, _HEAD.size)
-    if len(pages) < _META_PAGES * page_size or _crc(txnid, page_size, pages) != crc:
-        # Torn: its write never returned, so the commit it was for never began.
-        return None
-    return pages
-
-
 def undo_cut_commit(store_dir: Path) -> bool:
     """Before LMDB opens the store (its writer, holding the log's lock): if a commit
     was cut before its flush was confirmed, write back the meta pages of the snapshot
-    before it, flushed, and confirm the intent; whether there was one."""
-    pages = CommitIntent.pending_at(store_dir)
-    if pages is None:
-        return False
-    restore_meta_pages(Path(store_dir) / "data.mdb", pages)
-    # The pages written back are on disk: nothing is left to undo.
-    fd = os.open(Path(store_dir) / INTENT_FILE, os.O_RDWR)
+    before it, flushed, and confirm the intent; whether there was one.
+
+    Refused (StoreError) while another process has the store's environment open: its
+    lock file would keep LMDB's count of transactions, which names the cut commit.
+    LMDB's own lock (a write lock on the first byte of ``lock.mdb``, which the first
+    opener takes to reset the file) is held meanwhile, so no reader opens it half done.
+    The intent must be of this file: the meta page of its snapshot is still in place."""
+    store_dir = Path(store_dir)
     try:
-        _write_all(fd, struct.pack("<I", _CONFIRMED), 4)
-        os.fdatasync(fd)
+        intent = CommitIntent(store_dir, create=False)
+    except FileNotFoundError:
+        return False
+    try:
+        pending = intent.pending()
+        if pending is None:
+            return False
+        txnid, page_size, pages = pending
+        data_file = store_dir / "data.mdb"
+        slot = (txnid & 1) * page_size
+        if meta_pages(data_file, page_size)[slot:slot + page_size] != pages[slot:slot + page_size]:
+            raise StoreError(f"{intent.path} does not belong to {data_file} (the meta page of its "
+                             f"snapshot, transaction {txnid}, is not there); nothing was changed")
+        with _environment_alone(store_dir):
+            restore_meta_pages(data_file, pages)
+            intent.confirm()  # the pages written back are on disk: nothing is left to undo
+        return True
     finally:
-        os.close(fd)
-    return True
+        intent.close()
+
+
+@contextmanager
+def _environment_alone(store_dir: Path):
+    try:
+        fd = os.open(store_dir / "lock.mdb", os.O_RDWR)
+    except FileNotFoundError:  # no process ever opened it since it was made: alone
+        yield
+        return
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        except OSError:
+            raise StoreError(f"{store_dir}: its last batch commit was cut before it was flushed, and another "
+                             "process has the store open: close it, then open the store for writing "
+                             "to recover it") from None
+        yield
+    finally:
+        os.close(fd)  # lets the lock go
 
 
 def meta_pages(data_file: Path, page_size: int) -> bytes:
@@ -156,7 +197,7 @@ def meta_pages(data_file: Path, page_size: int) -> bytes:
     finally:
         os.close(fd)
     if len(pages) != _META_PAGES * page_size:
-        raise LogError(f"{data_file}: shorter than its meta pages")
+        raise StoreError(f"{data_file}: shorter than its meta pages")
     return pages
 
 

@@ -75,6 +75,7 @@ from lakebench.store.wal import (
     replay,
     set_applied_sequence,
     share_writers_lock,
+    writer_alive,
 )
 
 #: The map of a store opened with an explicit small size, or read only; the map doubles
@@ -252,7 +253,7 @@ class LmdbStore:
                     self._intent = CommitIntent(self.path)
             elif not readonly:
                 self._writers_lock = share_writers_lock(log_path)
-            elif CommitIntent.pending_at(self.path) is not None and not _writer_alive(self.path):
+            elif CommitIntent.pending_at(self.path) is not None and not writer_alive(self.path):
                 raise StoreError(f"{self.path}: its last commit was cut before it was flushed; "
                                  "open the store for writing once to recover it")
             # Before LMDB maps the files (and after a cut commit is undone): a data.mdb cut
@@ -268,6 +269,9 @@ class LmdbStore:
                                    writemap=writemap and log, defer_filing=log, filing_lag=filing_lag,
                                    filing_max=filing_max)
             if self._intent is not None:
+                # The first intent names the snapshot as opened: flushed, whatever wrote it
+                # (a nosync writer may not have).
+                self.env.sync(True)
                 self._data_sync = DataSync(lambda: self.env.sync(True), self._intent)
             if self._log is not None:
                 self._recover()
@@ -589,7 +593,7 @@ class LmdbStore:
             self._settle_commit()  # the last commit flushed, its pin let go
             # This batch's records durable in their log, which the next batch does not
             # write: until this commit is flushed, a cut replays them.
-            self._sync.flush_now()
+            self._sync.flush_now(self._log.sync_apart)
             info = self.env.info()
             self._intent.write(info["last_txnid"], info["page_size"],
                                meta_pages(self._key / "data.mdb", info["page_size"]))
@@ -635,7 +639,8 @@ class LmdbStore:
             raise StoreError(self._failed)
         try:
             self._data_sync.wait()
-        except OSError as exc:
+        except Exception as exc:  # OSError, or LMDB's error from its msync: whatever it was, the
+            # commit may not be on disk, and its intent stays pending
             self._failed = (f"{self.path}: data.mdb could not be flushed after a batch commit ({exc}); "
                             "the log keeps every acknowledged write: close the store and open it again")
             raise StoreError(self._failed) from exc
@@ -737,24 +742,35 @@ class LmdbStore:
         """At open: replay what the log holds beyond the store, and commit it."""
         with self.env.begin() as txn:
             applied = applied_sequence(txn)
-        pending = [(seq, payload) for seq, payload in in_sequence(self._logs) if seq > applied]
-        if pending and pending[0][0] != applied + 1:
-            raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
-                           f"records up to {applied}: records are missing")
-        for before, after in zip(pending, pending[1:]):
-            if after[0] != before[0] + 1:
-                raise LogError(f"{self.path}: the log's record {after[0]} follows record {before[0]}: "
-                               "records are missing")
-        self._seq = pending[-1][0] if pending else applied
+        # Each log file by its own last record: damage in the middle of the older one (its
+        # batch's records end there, the next batch's are in the other file) is damage too.
         for log in self._logs:
-            damage = log.damage(self._seq)
+            records = list(log.records())
+            damage = log.damage(max(applied, records[-1][0]) if records else applied)
             if damage is not None:
                 if not self._truncate_damaged_log:
                     raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
                                    "open the store with its damaged log truncated: lakebench serve "
                                    "--truncate-damaged-log)")
-                log.cut_after(list(log.records()))
+                log.cut_after(records)
                 _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
+        pending = [(seq, payload) for seq, payload in in_sequence(self._logs) if seq > applied]
+        if pending and pending[0][0] != applied + 1:
+            raise LogError(f"{self.path}: the log starts at record {pending[0][0]} but the store holds "
+                           f"records up to {applied}: records are missing")
+        for kept, (before, after) in enumerate(zip(pending, pending[1:]), 1):
+            if after[0] != before[0] + 1:
+                if not self._truncate_damaged_log:
+                    raise LogError(f"{self.path}: the log's record {after[0]} follows record {before[0]}: "
+                                   "records are missing")
+                # A damaged log cut above: the writes after the cut go with it.
+                for log in self._logs:
+                    log.cut_after([r for r in log.records() if r[0] <= before[0]])
+                _logger.warning("%s: records %d to %d dropped after the cut, as asked", self.path,
+                                after[0], pending[-1][0])
+                pending = pending[:kept]
+                break
+        self._seq = pending[-1][0] if pending else applied
         if pending:
             # Kept until they are committed: new records go after the last of them.
             for log in self._logs:
@@ -944,18 +960,6 @@ def turtle_to_ntriples(data: bytes, base: str | None) -> bytes:
         raise ParseError(f"Turtle: {e.msg}", None, e.lineno, e.offset) from None
 
 
-
-
-def _writer_alive(path: Path) -> bool:
-    """Whether a process holds the store's log (its writer: what it committed is in the page cache)."""
-    try:
-        log = WriteAheadLog(path / LOG_FILE, readonly=True)
-    except FileNotFoundError:
-        return False
-    try:
-        return log.writer_alive
-    finally:
-        log.close()
 
 
 def opened(path) -> LmdbStore | None:

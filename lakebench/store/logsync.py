@@ -112,12 +112,14 @@ class GroupSync:
         self.synced = max(self.synced, seq)
         self._last = max(self._last, seq)
 
-    def flush_now(self) -> None:
-        """Flush on the owner's thread, now (before a batch commit leaves the log
-        for the other one), failing as a group's flush fails."""
+    def flush_now(self, flush: Callable[[], None]) -> None:
+        """Flush with ``flush`` on the owner's thread, now (before a batch commit leaves
+        the log for the other one), failing as a group's flush fails.  A group's flush
+        may be running meanwhile on another thread: ``flush`` must see a write-back
+        error that one took (the log's ``sync_apart``)."""
         covered = self._last
         try:
-            self._flush()
+            flush()
         except OSError as exc:
             self.failures += 1
             self._fail(exc)

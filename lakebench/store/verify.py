@@ -9,7 +9,7 @@ from lakebench._store import Environment
 from lakebench.store.lmdb_store import Problems, check_snapshot, opened
 from lakebench.store.preflight import StoreDamaged, data_file, run_in_child, verify_file
 from lakebench.store.commitsync import CommitIntent
-from lakebench.store.wal import LOG_FILES, LogError, WriteAheadLog, applied_sequence, decode_changes, in_sequence
+from lakebench.store.wal import LogError, applied_sequence, decode_changes, in_sequence, read_logs
 
 
 def _check_log(path: Path, env, result: Problems) -> None:
@@ -18,25 +18,25 @@ def _check_log(path: Path, env, result: Problems) -> None:
     # A batch commit cut before its flush was confirmed: the next writable open goes
     # back to the snapshot before it and replays the log (lakebench.store.commitsync).
     result.summary["commit_cut"] = CommitIntent.pending_at(path) is not None
-    logs = [WriteAheadLog(path / name, readonly=True) for name in LOG_FILES if (path / name).exists()]
+    logs = read_logs(path)
     if not logs:
         return
     try:
         with env.begin() as txn:
             applied = applied_sequence(txn)
         result.summary["log_applied"] = applied
-        records = in_sequence(logs)
-        last = max([applied, *(seq for seq, _ in records)])
-        for log in logs:
-            damage = log.damage(last)
+        for log in logs:  # each by its own last record, as the store's open looks
+            records = list(log.records())
+            damage = log.damage(max(applied, records[-1][0]) if records else applied)
             if damage is not None:
                 result.append(f"log: {damage}")
-        expected = None
-        for seq, payload in records:
+        expected = applied + 1
+        for seq, payload in in_sequence(logs):
             if seq <= applied:
                 continue
-            if expected is None and seq != applied + 1:
-                result.append(f"log: record {seq} follows {applied}, the last in the store: records are missing")
+            if seq != expected:
+                what = "the last in the store" if expected == applied + 1 else "the record before it"
+                result.append(f"log: record {seq} follows {expected - 1}, {what}: records are missing")
             expected = seq + 1
             try:
                 decode_changes(payload)

@@ -96,6 +96,9 @@ class WriteAheadLog:
                 fsync_path(os.path.dirname(self.path) or ".")
         self._offset = 0  # where the next record goes
         self.size = 0     # bytes of records written since the last reset
+        # A second open file for sync_apart(): Linux reports a write-back error once
+        # per open file, to the first flush that looks.
+        self._apart = -1 if readonly else os.open(self.path, os.O_RDONLY)
 
     # -- writing -----------------------------------------------------------
     def append(self, seq: int, payload: bytes) -> None:
@@ -124,6 +127,12 @@ class WriteAheadLog:
         than the writer's (the server flushes on a thread of its own)."""
         if self.durability.syncs:
             os.fdatasync(self._fd)
+
+    def sync_apart(self) -> None:
+        """:meth:`sync` through an open file of its own: a flush of :meth:`sync` running
+        at the same time (on another thread) cannot take a write-back error from it."""
+        if self.durability.syncs:
+            os.fdatasync(self._apart)
 
     def reset(self) -> None:
         """Start again at offset 0: every record so far is in a committed batch."""
@@ -226,6 +235,9 @@ class WriteAheadLog:
             count, expected = count + 1, seq + 1
 
     def close(self) -> None:
+        if self._apart >= 0:
+            os.close(self._apart)
+            self._apart = -1
         if self._fd >= 0:
             os.close(self._fd)  # also releases the flock
             self._fd = -1
@@ -453,10 +465,26 @@ def in_sequence(logs) -> list[tuple[int, bytes]]:
     return [record for run in runs for record in run]
 
 
+def read_logs(path) -> list[WriteAheadLog]:
+    """The log files of the store at ``path`` that exist, opened read-only (close them)."""
+    return [WriteAheadLog(Path(path) / name, readonly=True) for name in LOG_FILES if (Path(path) / name).exists()]
+
+
+def writer_alive(path) -> bool:
+    """Whether a process owns the log of the store at ``path`` (its writer, whose batch
+    and last commits are not all on disk yet)."""
+    logs = read_logs(path)
+    try:
+        return any(log.writer_alive for log in logs)
+    finally:
+        for log in logs:
+            log.close()
+
+
 def pending_log_records(path, env) -> int:
     """How many log records of the store at ``path`` are not in its LMDB file yet,
     0 also when a live process owns the log (its batch is not ours to see)."""
-    logs = [WriteAheadLog(Path(path) / name, readonly=True) for name in LOG_FILES if (Path(path) / name).exists()]
+    logs = read_logs(path)
     try:
         if not logs or any(log.writer_alive for log in logs):
             return 0

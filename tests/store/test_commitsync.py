@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from lakebench._store import LmdbError
 from lakebench.store import LmdbStore, StoreError, check
 from lakebench.store.commitsync import CommitIntent
 from lakebench.store.terms import iri
@@ -29,6 +30,16 @@ UNCONFIRMED_WRITER = textwrap.dedent("""
         store.add([(f"http://e/s{i}", "http://e/p", f"http://e/o{i}", "http://e/g")])
         print("ACK", i, flush=True)
     print("DONE", flush=True)
+    time.sleep(3600)
+""")
+
+
+# Holds the store's LMDB environment open, read-only, as another process's reader would.
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from lakebench._store import Environment
+    env = Environment(sys.argv[1], readonly=True, map_size=0)
+    print("OPEN", flush=True)
     time.sleep(3600)
 """)
 
@@ -54,6 +65,14 @@ def test_a_commit_cut_before_its_flush_was_confirmed_is_undone_and_replayed(tmp_
     writer.wait()
     with pytest.raises(StoreError, match="open the store for writing once"):
         LmdbStore(path, readonly=True, create=False)
+    # another process with the environment open: its lock file names the cut commit
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "OPEN"
+    with pytest.raises(StoreError, match="another process has the store open"):
+        LmdbStore(path)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert CommitIntent.pending_at(path) is not None  # nothing was changed
     with LmdbStore(path) as store:  # writes the snapshot before the commit back, replays both logs
         assert CommitIntent.pending_at(path) is None
         assert _subjects(store) == {iri(f"http://e/s{i}") for i in acked}
@@ -62,9 +81,11 @@ def test_a_commit_cut_before_its_flush_was_confirmed_is_undone_and_replayed(tmp_
         assert len(_subjects(store)) == 6
 
 
-def test_a_failed_flush_stops_the_writes_and_the_next_open_recovers_them(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), LmdbError(5, "mdb_env_sync")],
+                         ids=["fdatasync", "msync"])
+def test_a_failed_flush_stops_the_writes_and_the_next_open_recovers_them(tmp_path, monkeypatch, error):
     def fail(self):
-        raise OSError(5, "Input/output error")
+        raise error
 
     store = LmdbStore(tmp_path / "s", batch_writes=2)
     monkeypatch.setattr(CommitIntent, "confirm", fail)
@@ -133,3 +154,25 @@ def test_a_map_that_fills_while_a_flush_runs_grows_once_it_is_confirmed(tmp_path
         assert store.env.info()["map_size"] > 1 << 17
         assert len(_subjects(store)) == 40
     assert not check(tmp_path / "s")
+
+
+def test_an_intent_of_another_store_is_refused_and_changes_nothing(tmp_path, monkeypatch):
+    import shutil
+
+    for name in ("a", "b"):
+        with LmdbStore(tmp_path / name, batch_writes=2) as store:
+            for i in range(5 if name == "a" else 9):
+                store.add([(f"http://e/{name}{i}", "http://e/p", f"http://e/o{i}", "http://e/g")])
+    # a pending intent of store a, put beside store b
+    intent = CommitIntent(tmp_path / "a")
+    with LmdbStore(tmp_path / "a", readonly=True, create=False) as store:
+        info = store.env.info()
+    from lakebench.store.commitsync import meta_pages
+
+    intent.write(info["last_txnid"], info["page_size"], meta_pages(tmp_path / "a" / "data.mdb", info["page_size"]))
+    intent.close()
+    shutil.copy(tmp_path / "a" / "commit.intent", tmp_path / "b" / "commit.intent")
+    before = (tmp_path / "b" / "data.mdb").read_bytes()[:8192]
+    with pytest.raises(StoreError, match="does not belong"):
+        LmdbStore(tmp_path / "b")
+    assert (tmp_path / "b" / "data.mdb").read_bytes()[:8192] == before

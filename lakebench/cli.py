@@ -446,10 +446,15 @@ def cmd_check(args) -> int:
     except (StoreError, OSError) as exc:
         print(f"lakebench check: {args.store_dir}: {exc}", file=sys.stderr)
         return 1
-    summary = ", ".join(f"{k} {v:,}" for k, v in problems.summary.items() if isinstance(v, int))
+    counts = {k: v for k, v in problems.summary.items() if isinstance(v, int) and not isinstance(v, bool)}
+    summary = ", ".join(f"{k} {v:,}" for k, v in counts.items())
     for problem in problems:
         print(f"problem: {problem}")
     print(f"{args.store_dir}: {'consistent' if not problems else f'{len(problems)} problem(s)'}; {summary}")
+    if problems.summary.get("commit_cut"):
+        print(f"{args.store_dir}: its last batch commit was cut before its flush was confirmed: the next "
+              "writable open goes back to the snapshot before it and replays the log (this check read "
+              "the cut commit's snapshot)")
     return 1 if problems else 0
 
 

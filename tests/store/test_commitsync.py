@@ -65,6 +65,10 @@ def test_a_commit_cut_before_its_flush_was_confirmed_is_undone_and_replayed(tmp_
     writer.wait()
     with pytest.raises(StoreError, match="open the store for writing once"):
         LmdbStore(path, readonly=True, create=False)
+    assert check(path).summary["commit_cut"]
+    checked = subprocess.run([sys.executable, "-m", "lakebench.cli", "check", str(path)], capture_output=True,
+                             text=True)
+    assert "its last batch commit was cut before its flush was confirmed" in checked.stdout, checked.stdout
     # another process with the environment open: its lock file names the cut commit
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "OPEN"

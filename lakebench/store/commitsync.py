@@ -230,13 +230,8 @@ class DataSync:
         self._done = allocate_lock()
         self._running = False
         self._error: BaseException | None = None
-        self.flushes = 0
         self.seconds = 0.0
         self.max_seconds = 0.0
-
-    @property
-    def running(self) -> bool:
-        return self._running
 
     @property
     def finished(self) -> bool:
@@ -260,7 +255,6 @@ class DataSync:
             self._error = exc
         finally:
             seconds = time.perf_counter() - began
-            self.flushes += 1
             self.seconds += seconds
             self.max_seconds = max(self.max_seconds, seconds)
             self._done.release()

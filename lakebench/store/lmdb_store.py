@@ -745,14 +745,13 @@ class LmdbStore:
         # Each log file by its own last record: damage in the middle of the older one (its
         # batch's records end there, the next batch's are in the other file) is damage too.
         for log in self._logs:
-            records = list(log.records())
-            damage = log.damage(max(applied, records[-1][0]) if records else applied)
+            damage = log.damage_past(applied)
             if damage is not None:
                 if not self._truncate_damaged_log:
                     raise LogError(f"{self.path}: {damage}; nothing was changed (to drop them and go on, "
                                    "open the store with its damaged log truncated: lakebench serve "
                                    "--truncate-damaged-log)")
-                log.cut_after(records)
+                log.cut_after(list(log.records()))
                 _logger.warning("%s: %s; truncated there, as asked", self.path, damage)
         pending = [(seq, payload) for seq, payload in in_sequence(self._logs) if seq > applied]
         if pending and pending[0][0] != applied + 1:

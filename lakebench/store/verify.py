@@ -26,8 +26,7 @@ def _check_log(path: Path, env, result: Problems) -> None:
             applied = applied_sequence(txn)
         result.summary["log_applied"] = applied
         for log in logs:  # each by its own last record, as the store's open looks
-            records = list(log.records())
-            damage = log.damage(max(applied, records[-1][0]) if records else applied)
+            damage = log.damage_past(applied)
             if damage is not None:
                 result.append(f"log: {damage}")
         expected = applied + 1

@@ -175,6 +175,12 @@ class WriteAheadLog:
             offset += _HEADER.size + length
             expected = seq + 1
 
+    def damage_past(self, applied: int) -> str | None:
+        """:meth:`damage` after this file's own last readable record (or ``applied``, the
+        store's, if later): in a store's older log file, its batch's records end there."""
+        records = list(self.records())
+        return self.damage(max(applied, records[-1][0]) if records else applied)
+
     def damage(self, last_good: int) -> str | None:
         """Why records after the readable ones would be lost, or None.
 

@@ -6,7 +6,10 @@ the batch paid for it: 9.0 s of a 150,000-child ingest, up to 173 ms at once
 (docs/store.rst).  Here the batch is committed
 without a flush (LMDB's MDB_NOSYNC), a thread of its own (:class:`DataSync`)
 flushes ``data.mdb`` while the next batch is written, and what a power cut
-in between could leave is undone at the next open.
+in between could leave is undone at the next open.  That thread sends the
+batch's pages to disk a small range at a time (``Environment.sync_in_steps``)
+before the flush proper: a write's own log flush then waits behind one range
+in flight, not behind the whole batch.
 
 **What could go wrong, and what undoes it.**  An unflushed commit may reach
 the disk in any order: its meta page (which names the new snapshot) before

@@ -263,7 +263,7 @@ class LmdbStore:
             # Only the log's owner, the one writer, leaves term ids unfiled.
             if map_size is None:
                 map_size = DEFAULT_MAP_SIZE if readonly else map_reserve(self.path)
-            # Pipelined, LMDB commits unflushed; this store flushes (DataSync).
+            # Pipelined, LMDB commits unflushed; this store flushes (DataSync), in steps.
             self.env = Environment(self.path, map_size=map_size,
                                    durability=Durability.NOSYNC if pipelined else durability, readonly=readonly,
                                    writemap=writemap and log, defer_filing=log, filing_lag=filing_lag,
@@ -272,7 +272,7 @@ class LmdbStore:
                 # The first intent names the snapshot as opened: flushed, whatever wrote it
                 # (a nosync writer may not have).
                 self.env.sync(True)
-                self._data_sync = DataSync(lambda: self.env.sync(True), self._intent)
+                self._data_sync = DataSync(self.env.sync_in_steps, self._intent)
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)

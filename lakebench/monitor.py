@@ -71,6 +71,11 @@ def rss_anon_bytes(pid: int) -> int | None:
 #: would read 0% or several hundred.  A sample taken sooner records no ``cpu_percent``, and the
 #: window goes on to the next sample.
 MIN_CPU_WINDOW = 0.1
+#: The parent's read (``retrieve``) lasts seconds, where an ingest may last an hour sampled every
+#: ten: it is sampled this often (or at the interval, when shorter), so that its memory peak (a
+#: million children's representation built, spooled and sent) is seen whatever the interval.
+CLOSE_INTERVAL = 0.05
+CLOSE_PHASES = frozenset({"retrieve"})
 
 
 class Monitor:
@@ -88,6 +93,7 @@ class Monitor:
         self.children = 0
         self.samples: list[dict] = []
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a phase sampled closely began, or the monitor stops
         self._thread = threading.Thread(target=self._run, name="lakebench-monitor", daemon=True)
         self._processes: dict[int, psutil.Process] = {}
         self._t0 = time.monotonic()
@@ -106,6 +112,7 @@ class Monitor:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join()
 
     def __enter__(self) -> "Monitor":
@@ -173,12 +180,16 @@ class Monitor:
             with self._sampling:
                 self.sample()
         self.phase = phase
+        if phase in CLOSE_PHASES:
+            self._wake.set()
 
     def _run(self) -> None:
         while True:
             with self._sampling:
                 self.sample()
-            if self._stop.wait(self.interval):
+            self._wake.wait(min(self.interval, CLOSE_INTERVAL) if self.phase in CLOSE_PHASES else self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
                 return
 
     def peak(self, key: str) -> int | None:

@@ -81,6 +81,22 @@ def test_a_phase_shorter_than_the_interval_gets_a_sample_of_its_end():
     assert monitor.phase == "close"
 
 
+def test_the_parents_read_is_sampled_closely_whatever_the_interval():
+    """A parent read of a few seconds in an hour-long run sampled every ten: its memory peak is seen."""
+    monitor = Monitor(os.getpid(), interval=3600).start()
+    try:
+        monitor.enter_phase("ingest")
+        monitor.enter_phase("retrieve")   # wakes the thread from its hour-long wait
+        time.sleep(1.0)
+        monitor.enter_phase("tail")       # back to the run's interval
+        time.sleep(0.3)
+    finally:
+        monitor.stop()
+    phases = [s["phase"] for s in monitor.samples]
+    assert phases.count("retrieve") >= 5   # every 0.05 s; a loaded machine may take fewer
+    assert phases.count("tail") <= 1       # the close sample due as it began; then the hour-long interval
+
+
 def test_no_phase_sample_before_the_thread_starts():
     monitor = Monitor(os.getpid(), interval=3600)
     monitor.enter_phase("ingest")

@@ -258,6 +258,7 @@ cdef class Environment:
                     # a store older than format 4 lacks what this format reads
                     # (cs, i2l); format 4 differs only by the compact
                     # literals that format 5 writes, and reads as it is
+                    # (as does 5: format 6 changed no byte of the layout)
                     fmt = _format_of(txn, self.dbi[DB_META])
                     if 0 < fmt < 4:
                         raise StoreError(f"{self.path!r} is a store of format {fmt}, an older lakebench's: "
@@ -275,7 +276,9 @@ cdef class Environment:
             # it rather than misread it: ids left out of t2i, from format
             # 2; literals in i2l, 3; no cspo, 4; compact literals in i2l,
             # 5, which needs no rewrite: the literals stored before keep
-            # their form, read as they are).
+            # their form, read as they are; a commit that a crash may leave
+            # cut, 6, which changes no byte: an older open would take the cut
+            # commit as the store).
             if not self.readonly and fmt != FORMAT_VERSION:
                 if 0 < fmt < 4:
                     with nogil:

@@ -42,8 +42,9 @@ writes, and its next open goes back to the confirmed snapshot and replays
 the log.  That open is refused while another process has the store's
 environment open (its lock file would still name the cut commit), and it
 checks that the intent is this file's.  A lakebench older than this module
-knows neither ``wal.2`` nor ``commit.intent``: it must not open a store left
-by a crash of this one.  tests/store/test_powerloss.py replays every crash
+knows neither ``wal.2`` nor ``commit.intent`` and would take the cut commit
+as the store: the store format it writes, 6, is one such a lakebench
+refuses.  tests/store/test_powerloss.py replays every crash
 point of a traced run of this path.
 """
 from __future__ import annotations

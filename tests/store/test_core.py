@@ -435,7 +435,23 @@ def test_a_store_of_format_4_reads_its_literals_as_they_are_and_stores_new_ones_
     assert len(stored[5 | lit]) < len(new)
     problems = check(path)
     assert problems == [] and problems.summary["hash_entries"] == 5
-    assert _format_of(path)[0] == _store.FORMAT_VERSION == 5
+    assert _format_of(path)[0] == _store.FORMAT_VERSION == 6
+
+
+def test_a_store_of_format_5_reads_as_it_is_and_a_writable_open_marks_it_6(tmp_path):
+    """Format 6 changed no byte of the layout: it marks a store that an older
+    lakebench must refuse, since a crash may have left its last commit cut
+    (commit.intent), which only this one undoes."""
+    path = tmp_path / "store"
+    s, p, o, g = (iri(f"http://ex.org/{x}") for x in "spog")
+    _old_store(path, 5, {1: s, 2: p, 3: o, 4: g}, [(1, 2, 3, 4)])
+    with LmdbStore(path, readonly=True) as store:
+        assert store.quads() == [(s, p, o, g)]
+    assert _format_of(path)[0] == 5  # a read-only open writes nothing
+    with LmdbStore(path) as store:
+        assert store.count() == 1
+    assert _format_of(path)[0] == 6
+    assert check(path) == []
 
 
 def test_an_upgrade_grows_a_full_map_and_a_store_without_cspo_is_refused(tmp_path):

@@ -48,8 +48,6 @@ from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cac
 from lakebench._termgc cimport drop_unused_terms, terms_generation
 
 from libc.errno cimport errno
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-from posix.unistd cimport usleep
 
 cdef extern from "<fcntl.h>" nogil:
     int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags)
@@ -68,12 +66,8 @@ WRITEMAP_STEP = 256 << 20
 #: Overflow pages hold values over about 2 KB (long terms): at most twice their bytes.
 TXN_PAGES = 1 << 17
 #: A batch commit's flush (:meth:`Environment.write_back`) sends the data file to disk
-#: this much at a time, and pauses this long after a range that wrote, so that a log flush
-#: meets at most one range in flight.
+#: this much at a time, so that a log flush meets at most one range in flight.
 FLUSH_STEP = 2 << 20
-FLUSH_PAUSE_US = 500
-cdef enum:
-    RANGE_WROTE_NS = 50000   # a range with nothing to write returns well within this
 
 # Made by the modules that own them; Python reads them here.
 from lakebench._codec import (FORMAT_VERSION, DB_NAMES, ID_LITERAL_BIT, INDEX_ORDER, KIND_IRI, KIND_BLANK, KIND_LITERAL,
@@ -490,22 +484,22 @@ cdef class Environment:
         if rc:
             raise_rc(rc, "mdb_env_sync")
 
-    def write_back(self, size_t step=FLUSH_STEP, unsigned int pause_us=FLUSH_PAUSE_US):
+    def write_back(self, size_t step=FLUSH_STEP):
         """Send the written pages of the data file's used part to disk ``step`` bytes at a
-        time, each range's writes waited for (``sync_file_range``), pausing ``pause_us``
-        after a range that wrote.  No cache flush: :meth:`sync_in_steps` makes them durable.
+        time, each range's writes waited for (``sync_file_range``).  No cache flush:
+        :meth:`sync_in_steps` makes them durable.
 
         Why in steps: the log's fdatasync (a write's acknowledgement) waits for the disk's
         cache flush, which waits for every write in flight.  One ``mdb_env_sync`` of a batch
         puts all of its pages in flight at once, and the write that meets it waits for them
         all; in steps, for one range.  A range with nothing to write costs a lookup of the
-        page cache's dirty tags, microseconds, and is not paused after."""
+        page cache's dirty tags, microseconds.  (A pause after each range that wrote let the
+        log flushes through sooner, but made the flush of a large store's scattered pages
+        several times as long, and the writes that met it many more.)"""
         cdef int fd, rc = 0
         cdef MDB_envinfo info
         cdef MDB_stat st
         cdef size_t used, offset = 0
-        cdef timespec began, ended
-        cdef long spent_ns
         self._live()
         fd = self._fd()
         mdb_env_info(self.env, &info)
@@ -513,15 +507,10 @@ cdef class Environment:
         used = (info.me_last_pgno + 1) * st.ms_psize
         with nogil:
             while offset < used:
-                clock_gettime(CLOCK_MONOTONIC, &began)
                 if sync_file_range(fd, offset, step, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE
                                    | SYNC_FILE_RANGE_WAIT_AFTER) != 0:
                     rc = errno
                     break
-                clock_gettime(CLOCK_MONOTONIC, &ended)
-                spent_ns = (ended.tv_sec - began.tv_sec) * 1000000000 + (ended.tv_nsec - began.tv_nsec)
-                if spent_ns > RANGE_WROTE_NS and pause_us:
-                    usleep(pause_us)
                 offset += step
         if rc:
             raise OSError(rc, f"cannot write {self.path}/data.mdb back: {os.strerror(rc)}")

@@ -153,7 +153,7 @@ def test_a_write_back_in_steps_leaves_no_page_of_the_data_file_to_write(tmp_path
         data = tmp_path / "s" / "data.mdb"
         if _pages_to_write(data) == 0:  # the kernel's flusher got there first (a loaded machine)
             pytest.skip("the data file's pages were written back before the test could")
-        store.env.write_back(step=64 << 10, pause_us=0)
+        store.env.write_back(step=64 << 10)
         assert _pages_to_write(data) == 0
         assert store.count() == 40_000
 

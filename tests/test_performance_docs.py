@@ -247,6 +247,25 @@ def test_what_the_http_run_shows():
     assert all(e[f]["growth"]["ratio"] < 1 for f in fedoras)
 
 
+@pytest.mark.skipif("http-million" not in RUNS, reason="no server run to a million kept")
+def test_what_the_server_at_a_million_shows():
+    (served,) = results.load(RUNS_DIR / "http-million")["systems"]
+    assert served["status"] == "ok" and served["children"] == 1_000_000 and not served["budget_exhausted"]
+    assert served["growth"]["ratio"] <= 1.0  # the last tenth no slower than the first
+    # tens of MB of Turtle per read; the server's private memory in every sample taken while it was
+    # read within a MB of the end of the ingest's
+    parent = served["parent"]
+    assert parent["containment_triples"] == 1_000_000 and parent["bytes"] > 10 << 20
+    samples = served["samples"][0]
+    ingest_end = [s["rss_anon_bytes"] for s in samples if s["phase"] == "ingest"][-1]
+    reading = [s["rss_anon_bytes"] for s in samples if s["phase"] == "retrieve"]
+    assert len(reading) >= 10 and max(abs(r - ingest_end) for r in reading) < 1 << 20
+    # the first page a small fraction of the whole read; the walk of every page a small multiple
+    paged = parent["paged"]
+    assert paged["containment_triples"] == 1_000_000 and paged["pages"] == 1_000
+    assert paged["first_seconds"] < 0.1 * parent["seconds"] and paged["walk_seconds"] < 10 * parent["seconds"]
+
+
 # -- the site ------------------------------------------------------------------------------
 
 def test_the_docs_build_with_the_pages(tmp_path, capsys):
@@ -362,10 +381,12 @@ def test_what_the_durable_million_shows():
     # the commits cost the writing thread a small fraction; its slowest write is less than half
     commits = aside["internals"]["batch_commits"], inline["internals"]["batch_commits"]
     assert commits[0]["seconds"] < 0.1 * commits[1]["seconds"] and commits[0]["flush_seconds"] > 0
-    assert aside["per_resource_ms"]["max"] < 0.5 * inline["per_resource_ms"]["max"]
-    # a lower mean, the last tenth within a fifth of the first, lower private memory at its peak
-    assert _mean(aside) < _mean(inline) and aside["growth"]["ratio"] <= 1.2
+    assert aside["per_resource_ms"]["max"] < inline["per_resource_ms"]["max"] / 3
+    # a lower mean, a faster slowest thousandth, lower private memory at its peak
+    assert _mean(aside) < _mean(inline) and aside["per_resource_ms"]["p999"] < inline["per_resource_ms"]["p999"]
     assert aside["peak_rss_anon_bytes"] < inline["peak_rss_anon_bytes"]
-    # the writes that meet a flush wait: p99 and p99.9 above the sweep's
-    for q in ("p99", "p999"):
-        assert aside["per_resource_ms"][q] > inline["per_resource_ms"][q], q
+    # both tenths faster than the sweep's, the first by more: the last further above the first
+    first, last = (aside["growth"][k] / inline["growth"][k] for k in ("first_10pct_ms", "last_10pct_ms"))
+    assert first < last < 1 and aside["growth"]["ratio"] > inline["growth"]["ratio"]
+    # the writes that meet a flush wait: p99 above the sweep's
+    assert aside["per_resource_ms"]["p99"] > inline["per_resource_ms"]["p99"]

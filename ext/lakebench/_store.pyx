@@ -493,9 +493,9 @@ cdef class Environment:
         cache flush, which waits for every write in flight.  One ``mdb_env_sync`` of a batch
         puts all of its pages in flight at once, and the write that meets it waits for them
         all; in steps, for one range.  A range with nothing to write costs a lookup of the
-        page cache's dirty tags, microseconds.  (A pause after each range that wrote let the
-        log flushes through sooner, but made the flush of a large store's scattered pages
-        several times as long, and the writes that met it many more.)"""
+        page cache's dirty tags, microseconds.  (A pause after each range that wrote, to let
+        the log flushes through sooner, made the flush of a large store's scattered pages
+        nearly twice as long, and more of the writes met it.)"""
         cdef int fd, rc = 0
         cdef MDB_envinfo info
         cdef MDB_stat st

@@ -500,6 +500,8 @@ cdef class Environment:
         cdef MDB_envinfo info
         cdef MDB_stat st
         cdef size_t used, offset = 0
+        if step == 0:
+            raise ValueError("write_back: step must be at least one byte")
         self._live()
         fd = self._fd()
         mdb_env_info(self.env, &info)

@@ -108,6 +108,7 @@ cdef extern from "lmdb.h" nogil:
     int mdb_env_stat(MDB_env *env, MDB_stat *stat)
     int mdb_env_info(MDB_env *env, MDB_envinfo *stat)
     int mdb_env_sync(MDB_env *env, int force)
+    int mdb_env_set_flags(MDB_env *env, unsigned int flags, int onoff)
     void mdb_env_close(MDB_env *env)
     int mdb_env_set_mapsize(MDB_env *env, size_t size)
     int mdb_env_set_maxreaders(MDB_env *env, unsigned int readers)

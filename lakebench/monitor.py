@@ -156,6 +156,12 @@ class Monitor:
                 continue
         if not alive:
             return None
+        if self.phase in CLOSE_PHASES and self.samples:
+            # A read leaves the disk as it was; walking the data directory every 0.05 s would
+            # slow the reads being timed (a file per child) and undo a cold cache's drop.
+            disk = self.samples[-1]["disk_bytes"]
+        else:
+            disk = directory_bytes(self.directory)
         record = {
             "t": round(now - self._t0, 3),
             "phase": self.phase,
@@ -163,7 +169,7 @@ class Monitor:
             "rss_bytes": int(rss),
             "rss_anon_bytes": int(anon),
             "vms_bytes": int(vms),
-            "disk_bytes": directory_bytes(self.directory),
+            "disk_bytes": disk,
         }
         if measure_cpu:
             record["cpu_percent"] = round(cpu, 1)

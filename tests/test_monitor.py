@@ -81,12 +81,15 @@ def test_a_phase_shorter_than_the_interval_gets_a_sample_of_its_end():
     assert monitor.phase == "close"
 
 
-def test_the_parents_read_is_sampled_closely_whatever_the_interval():
-    """A parent read of a few seconds in an hour-long run sampled every ten: its memory peak is seen."""
-    monitor = Monitor(os.getpid(), interval=3600).start()
+def test_the_parents_read_is_sampled_closely_whatever_the_interval(tmp_path):
+    """A parent read of a few seconds in an hour-long run sampled every ten: its memory peak is seen,
+    and the data directory is not walked while it is timed (its size as the ingest left it)."""
+    (tmp_path / "before").write_bytes(b"x" * 4096)
+    monitor = Monitor(os.getpid(), tmp_path, interval=3600).start()
     try:
         monitor.enter_phase("ingest")
         monitor.enter_phase("retrieve")   # wakes the thread from its hour-long wait
+        (tmp_path / "during").write_bytes(b"y" * 65536)
         time.sleep(1.0)
         monitor.enter_phase("tail")       # back to the run's interval
         time.sleep(0.3)
@@ -94,6 +97,8 @@ def test_the_parents_read_is_sampled_closely_whatever_the_interval():
         monitor.stop()
     phases = [s["phase"] for s in monitor.samples]
     assert phases.count("retrieve") >= 5   # every 0.05 s; a loaded machine may take fewer
+    ingest_end = [s["disk_bytes"] for s in monitor.samples if s["phase"] == "ingest"][-1]
+    assert ingest_end >= 4096 and {s["disk_bytes"] for s in monitor.samples if s["phase"] == "retrieve"} == {ingest_end}
     assert phases.count("tail") <= 1       # the close sample due as it began; then the hour-long interval
 
 

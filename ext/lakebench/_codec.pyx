@@ -63,8 +63,8 @@ from libc.stdlib cimport malloc, free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 
 #: 6: the same layout; a durable store's crash may leave its last commit cut
-#: (``commit.intent``, ``wal.2``: lakebench.store.commitsync), which only an open
-#: of format 6 undoes, so an older lakebench refuses the store rather than open it;
+#: (``commit.intent``, ``wal.2``: lakebench.store.commitsync), which a lakebench
+#: from before commitsync would take as the store: it refuses format 6;
 #: 5: ``i2l`` holds literals in a compact form (code points in 7-bit groups);
 #: 4: no ``cspo`` index, ``cs`` lists a graph's subjects instead;
 #: 3: new literals are stored in ``i2l`` under ids with the top bit set;

@@ -228,6 +228,8 @@ cdef class Environment:
         cdef MDB_val k, v
         cdef bytes name
         cdef uint8_t ver[4]
+        cdef bint wrote_format = False
+        cdef bint unflushed = self.durability != "durable"   # opened MDB_NOSYNC
         rc = mdb_txn_begin(self.env, NULL, MDB_RDONLY if self.readonly else 0, &txn)
         if rc == MDB_MAP_RESIZED:   # another process grew the map since this one was mapped
             mdb_env_set_mapsize(self.env, 0)
@@ -288,11 +290,20 @@ cdef class Environment:
                 rc = mdb_put(txn, self.dbi[DB_META], &k, &v, 0)
                 if rc:
                     raise_rc(rc, "writing the format version")
+                wrote_format = True
         except BaseException:
             mdb_txn_abort(txn)
             raise
-        # committing (even a read-only transaction) keeps the database handles
+        # Committing (even a read-only transaction) keeps the database handles.  A commit that
+        # wrote the format (a new store, an upgrade) is flushed in order, as a durable one is,
+        # even where this environment's are not: a durable store's writer commits unflushed
+        # and flushes aside (commitsync), and nothing would undo this one, made before its
+        # first intent, if a power cut left it cut.
+        if wrote_format and unflushed:
+            mdb_env_set_flags(self.env, MDB_NOSYNC, 0)
         rc = mdb_txn_commit(txn)
+        if wrote_format and unflushed:
+            mdb_env_set_flags(self.env, MDB_NOSYNC, 1)
         if rc:
             raise_rc(rc, "mdb_txn_commit")
 
@@ -500,8 +511,8 @@ cdef class Environment:
         cdef MDB_envinfo info
         cdef MDB_stat st
         cdef size_t used, offset = 0
-        if step == 0:
-            raise ValueError("write_back: step must be at least one byte")
+        if step == 0 or step > (<size_t>1 << 40):
+            raise ValueError("write_back: step must be from one byte to 1 TiB")
         self._live()
         fd = self._fd()
         mdb_env_info(self.env, &info)

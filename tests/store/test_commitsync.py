@@ -156,8 +156,9 @@ def test_a_write_back_in_steps_leaves_no_page_of_the_data_file_to_write(tmp_path
         store.env.write_back(step=64 << 10)
         assert _pages_to_write(data) == 0
         assert store.count() == 40_000
-        with pytest.raises(ValueError, match="step"):
-            store.env.write_back(step=0)
+        for step in (0, 1 << 41):
+            with pytest.raises(ValueError, match="step"):
+                store.env.write_back(step=step)
 
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable-commit.py")

@@ -48,6 +48,7 @@ from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cac
 from lakebench._termgc cimport drop_unused_terms, terms_generation
 
 from libc.errno cimport errno
+from posix.mman cimport mmap, munmap, msync, PROT_READ, MAP_SHARED, MAP_FAILED, MS_SYNC
 
 cdef extern from "<fcntl.h>" nogil:
     int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags)
@@ -507,32 +508,68 @@ cdef class Environment:
         page cache's dirty tags, microseconds.  (A pause after each range that wrote, to let
         the log flushes through sooner, made the flush of a large store's scattered pages
         nearly twice as long, and more of the writes met it.)"""
-        cdef int fd, rc = 0
-        cdef MDB_envinfo info
-        cdef MDB_stat st
-        cdef size_t used, offset = 0
         if step == 0 or step > (<size_t>1 << 40):
             raise ValueError("write_back: step must be from one byte to 1 TiB")
         self._live()
-        fd = self._fd()
+        self._write_back(self._used_bytes(), step)
+
+    def sync_in_steps(self):
+        """Flush the last commit as :meth:`sync` does, its pages written back first
+        (:meth:`write_back`), so that the flush itself has little left to write.
+
+        A map written in place is flushed up to the last committed page only (an ``msync``
+        of a map of that range: its pages, the file's metadata and the disk's cache, what
+        ``mdb_env_sync`` does for the whole map).  The pages past it are the next batch's,
+        written while this runs: flushed too, each would be written twice and faulted in
+        again by its next change."""
+        cdef size_t used
+        self._live()
+        used = self._used_bytes()
+        self._write_back(used, FLUSH_STEP)
+        if self.writemap:
+            self._sync_range(used)
+        else:  # pwrite: the next batch leaves the file alone until its commit
+            self.sync(True)
+
+    cdef size_t _used_bytes(self):
+        """The data file's bytes up to the last committed page."""
+        cdef MDB_envinfo info
+        cdef MDB_stat st
         mdb_env_info(self.env, &info)
         mdb_env_stat(self.env, &st)
-        used = (info.me_last_pgno + 1) * st.ms_psize
+        return (info.me_last_pgno + 1) * st.ms_psize
+
+    cdef int _write_back(self, size_t used, size_t step) except -1:
+        cdef int fd = self._fd(), rc = 0
+        cdef size_t offset = 0
         with nogil:
-            while offset < used:
-                if sync_file_range(fd, offset, step, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE
-                                   | SYNC_FILE_RANGE_WAIT_AFTER) != 0:
+            while offset < used:  # the last range ends at used: past it are the next batch's pages
+                if sync_file_range(fd, offset, min(step, used - offset), SYNC_FILE_RANGE_WAIT_BEFORE
+                                   | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0:
                     rc = errno
                     break
                 offset += step
         if rc:
             raise OSError(rc, f"cannot write {self.path}/data.mdb back: {os.strerror(rc)}")
+        return 0
 
-    def sync_in_steps(self):
-        """Flush as :meth:`sync` does, the pages written back first (:meth:`write_back`),
-        so that the flush itself has little left to write."""
-        self.write_back()
-        self.sync(True)
+    cdef int _sync_range(self, size_t length) except -1:
+        """fsync the data file's first ``length`` bytes: Linux's ``msync`` of a shared map
+        of a file flushes that range of the file (``vfs_fsync_range``), whichever map wrote
+        its pages; nothing of this map is read."""
+        cdef int fd = self._fd(), rc = 0
+        cdef void *view
+        with nogil:
+            view = mmap(NULL, length, PROT_READ, MAP_SHARED, fd, 0)
+            if view == MAP_FAILED:
+                rc = errno
+            else:
+                if msync(view, length, MS_SYNC) != 0:
+                    rc = errno
+                munmap(view, length)
+        if rc:
+            raise OSError(rc, f"cannot flush {self.path}/data.mdb: {os.strerror(rc)}")
+        return 0
 
     def reader_check(self):
         """Clear reader slots left by dead processes; how many were cleared."""

@@ -184,7 +184,7 @@ def test_power_loss_keeps_every_acknowledged_write(tmp_path, iotrace, mode):
     durable, log, lag, writers, writemap = MODES[mode]
     events, store = _trace(tmp_path, iotrace, durable, log, lag, writers, writemap)
     assert any(e.kind == "S" for e in events) and any(e.name == "data.mdb" for e in events)
-    if writemap:  # the batch's pages came through the map, and LMDB flushed them with msync
+    if writemap:  # the batch's pages came through the map, and each flush was an msync of the committed range
         assert any(e.kind == "R" and e.name == "data.mdb" for e in events)
     if log:
         assert any(e.name == "wal" for e in events)

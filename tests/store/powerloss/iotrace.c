@@ -25,8 +25,11 @@
  * in the version it had then; a page changed twice between two calls is
  * recorded in its last version only.  A traced map unmapped or mapped over
  * in part, or moved (mremap), aborts the process: it would not be followed.
- * IOTRACE_MAPS=0 hides the maps' writes (the harness's control: a store
- * that writes in place then loses data).
+ * A shared map of a traced file that cannot be written through is followed
+ * for its msync only (Linux's msync flushes that range of the file, whichever
+ * map wrote its pages): it has no copy, and records no writes.
+ * IOTRACE_MAPS=0 hides the maps, their writes and msyncs (the harness's
+ * control: a store that writes in place then loses data).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -244,7 +247,7 @@ struct mapping {
     off_t offset;    /* of the map in the file */
     char *name;      /* the file's name, as in the events */
     int fd;          /* a duplicate of the mapped descriptor: the file's size at each look */
-    char *copy;      /* the map's pages as last recorded */
+    char *copy;      /* the map's pages as last recorded; NULL: a read-only map, for its msync */
 };
 static struct mapping maps[MAX_MAPS];
 static int maps_traced = 1;
@@ -279,6 +282,8 @@ static size_t mapped_in_file(const struct mapping *m) {
 /* Record each page of [from, to) of mapping m that changed since it was
  * last recorded, as a write of its content now.  The caller holds lock. */
 static void record_changes(struct mapping *m, size_t from, size_t to) {
+    if (!m->copy)
+        return; /* read-only: nothing is written through it */
     size_t end = mapped_in_file(m);
     if (to > end)
         to = end;
@@ -328,8 +333,9 @@ void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
         pthread_mutex_unlock(&lock);
     }
     char *p = real_mmap(addr, length, prot, flags, fd, offset);
-    if (p == MAP_FAILED || !maps_traced || !(prot & PROT_WRITE) || !(flags & MAP_SHARED))
+    if (p == MAP_FAILED || !maps_traced || !(flags & MAP_SHARED))
         return p;
+    int writable = (prot & PROT_WRITE) != 0;
     pthread_mutex_lock(&lock);
     if (!traced(fd)) {
         pthread_mutex_unlock(&lock);
@@ -341,11 +347,14 @@ void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
             m = &maps[i];
     if (!m)
         abort(); /* an untraced map would hide writes */
-    *m = (struct mapping){p, length, offset, strdup(names[fd]), fcntl(fd, F_DUPFD_CLOEXEC, 0), calloc(1, length)};
-    if (!m->name || m->fd < 0 || !m->copy)
+    *m = (struct mapping){p, length, offset, strdup(names[fd]), fcntl(fd, F_DUPFD_CLOEXEC, 0),
+                          writable ? calloc(1, length) : NULL};
+    if (!m->name || m->fd < 0 || (writable && !m->copy))
         abort();
-    size_t n = mapped_in_file(m); /* what the file holds now is what a flush keeps */
-    memcpy(m->copy, p, n);
+    if (writable) {
+        size_t n = mapped_in_file(m); /* what the file holds now is what a flush keeps */
+        memcpy(m->copy, p, n);
+    }
     pthread_mutex_unlock(&lock);
     return p;
 }

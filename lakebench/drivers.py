@@ -83,7 +83,7 @@ class ClientDriver:
         """
         t0 = time.perf_counter()
         result = call(*args, **kwargs)
-        self.outcome.times.setdefault(kind, []).append(time.perf_counter() - t0)
+        self.outcome.series(kind).append(time.perf_counter() - t0)
         return result
 
     def attempt(self, kind: str, call: Callable[..., Any], *args, **kwargs) -> Any:
@@ -133,7 +133,7 @@ class ClientDriver:
         if parents != "shared":
             raise ValueError(f"--parents {parents} needs Locust's users (--driver locust); one client has one parent")
         outcome, spec, events = self.outcome, self.spec, self.events
-        latencies = outcome.times.setdefault("create", [])
+        latencies = outcome.series("create")
         ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
         budget = spec.budget_seconds
         checkpoint_at = set(spec.checkpoints)
@@ -195,7 +195,7 @@ class ClientDriver:
             retrieval = system.retrieve_parent()
             times.append(time.perf_counter() - t0)
         if kind is not None:
-            self.outcome.times.setdefault(kind, []).extend(times)
+            self.outcome.series(kind).extend(times)
         self.outcome.cache = "cold" if cold else "warm"
         return retrieval, times
 
@@ -358,7 +358,7 @@ class LocustDriver:
         last = got[-1]
         self.outcome.retrieval = Retrieval(body=last["body"], parent_uri=parent_url,
                                            content_type=last.get("content_type") or "text/turtle")
-        self.outcome.times.setdefault("get parent", []).extend(g["seconds"] for g in got)
+        self.outcome.series("get parent").extend(g["seconds"] for g in got)
         for url in others:
             (other,) = read_parent_with_locust(system.base_url, url, 1, access=system.access)
             self.outcome.other_parents.append(Retrieval(body=other["body"], parent_uri=url,
@@ -384,7 +384,7 @@ class LocustDriver:
         self.outcome.details["load"] = load_record(sorted(state.records, key=lambda r: r["end"]), self.spec.users,
                                                    cpu=window.close())
         for kind, seconds in state.times.items():
-            self.outcome.times.setdefault(kind, []).extend(seconds)
+            self.outcome.series(kind).extend(seconds)
         for kind, count in state.errors.items():
             self.outcome.errors[kind] = self.outcome.errors.get(kind, 0) + count
         self.outcome.first_error = self.outcome.first_error or state.first_error

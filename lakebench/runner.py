@@ -45,7 +45,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -156,6 +156,9 @@ def _as_list(value) -> list:
 #: steps on the report's log axis, a handful per decade, few enough that the
 #: reads (each ``retrievals`` GETs of a growing parent) stay a small part of a run.
 CHECKPOINT_SERIES = tuple(m * 10**e for e in range(3, 8) for m in (1, 2, 5))
+#: A worker sends its latencies in events of this many: one event of millions would be a
+#: JSON line of tens of MB in the measured process (an in-process system's memory).
+LATENCIES_PER_EVENT = 100_000
 
 
 def checkpoint_sizes(children: int, checkpoints: str | Sequence[int] | None) -> list[int]:
@@ -173,6 +176,11 @@ def checkpoint_sizes(children: int, checkpoints: str | Sequence[int] | None) -> 
 
 
 # -- worker side -----------------------------------------------------------
+
+def latency_chunks(seconds: Sequence[float], size: int = LATENCIES_PER_EVENT) -> Iterator[list[float]]:
+    """``seconds`` in lists of at most ``size``, in order: a worker's latencies events."""
+    return (list(seconds[start:start + size]) for start in range(0, len(seconds), size))
+
 
 class _Events:
     """JSON lines to the parent over an inherited file descriptor."""
@@ -239,7 +247,8 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
         cpu_end - cpu_start - (outcome.generate_cpu if in_process else 0.0), 3)
 
     primary = outcome.times.get(workload.primary, [])
-    events.send("latencies", seconds=primary)
+    for chunk in latency_chunks(primary):
+        events.send("latencies", seconds=chunk)
     created = outcome.created()
     record.update(results.latency_summary(primary))
     record.update(
@@ -378,7 +387,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
             elif kind == "pid":
                 monitor.watch(event["pid"], event["disk_path"])
             elif kind == "latencies":
-                latencies = event["seconds"]
+                latencies.extend(event["seconds"])
             elif kind == "result":
                 record = event["record"]
             elif kind == "failed":

@@ -394,3 +394,34 @@ def test_the_parent_read_again_lets_the_last_one_go_first(tmp_path, monkeypatch)
     entry = run(config, log=lambda *_: None)["systems"][0]
     assert entry["status"] == "ok", entry.get("error")
     assert entry["parent"]["containment_triples"] == 4 and len(entry["parent"]["all_seconds"]) == 3
+
+
+def test_the_clock_keeps_a_time_in_eight_bytes():
+    """In process, the times a driver keeps share the system's private memory: a list of floats
+    (32 bytes a time) grew it by 32 MB a million children."""
+    import tracemalloc
+
+    from lakebench.drivers import ClientDriver
+
+    driver = ClientDriver(spec=None, events=None)  # its clock needs neither
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(200_000):
+            driver.time("create", int)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(driver.outcome.times["create"]) == driver.outcome.created() == 200_000
+    assert grown < 10 * 200_000
+
+
+def test_a_workers_latencies_go_in_events_of_bounded_size():
+    from array import array
+
+    from lakebench.runner import latency_chunks
+
+    seconds = array("d", (i / 1000 for i in range(25)))
+    chunks = list(latency_chunks(seconds, 10))
+    assert [len(c) for c in chunks] == [10, 10, 5] and sum(chunks, []) == list(seconds)
+    assert all(isinstance(c, list) for c in chunks) and list(latency_chunks(array("d"), 10)) == []

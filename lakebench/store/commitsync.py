@@ -50,6 +50,7 @@ point of a traced run of this path.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import struct
 import zlib
@@ -59,6 +60,8 @@ from typing import Callable
 
 from lakebench._store import StoreError
 from lakebench.store.wal import fsync_path
+
+_logger = logging.getLogger(__name__)
 
 INTENT_FILE = "commit.intent"
 #: magic | state | LMDB txn id of the snapshot the pages name | page size | CRC32 of the
@@ -222,14 +225,18 @@ def restore_meta_pages(data_file: Path, pages: bytes) -> None:
 
 
 class DataSync:
-    """Flushes ``data.mdb`` after a commit on a thread of its own, then confirms the intent.
+    """Flushes ``data.mdb`` after a commit on a thread of its own, then confirms the intent,
+    then runs ``then`` (work for the next batch, whose failure is only logged).
 
     One flush at a time: :meth:`start` after a commit, :meth:`wait` before the
-    next one (and before the environment closes)."""
+    next one (and before the environment closes).  ``seconds`` and ``max_seconds``
+    are the flushes' and confirmations', ``then`` not included."""
 
-    def __init__(self, flush: Callable[[], None], intent: CommitIntent):
+    def __init__(self, flush: Callable[[], None], intent: CommitIntent,
+                 then: Callable[[], None] | None = None):
         self._flush = flush
         self._intent = intent
+        self._then = then  # after the confirmation: work for the next batch (the cache ahead)
         self._start_thread, allocate_lock = _native()
         self._done = allocate_lock()
         self._running = False
@@ -257,10 +264,16 @@ class DataSync:
             self._intent.confirm()
         except BaseException as exc:  # noqa: BLE001  (the writer raises it, at wait())
             self._error = exc
-        finally:
+        else:
             seconds = time.perf_counter() - began
             self.seconds += seconds
             self.max_seconds = max(self.max_seconds, seconds)
+            if self._then is not None:
+                try:
+                    self._then()
+                except OSError as exc:  # only the next batch's speed depends on it
+                    _logger.warning("after a batch commit's flush: %s", exc)
+        finally:
             self._done.release()
 
     def wait(self) -> None:

@@ -272,7 +272,7 @@ class LmdbStore:
                 # The first intent names the snapshot as opened: flushed, whatever wrote it
                 # (a nosync writer may not have).
                 self.env.sync(True)
-                self._data_sync = DataSync(self.env.sync_in_steps, self._intent)
+                self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=self.env.cache_ahead)
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)

@@ -125,15 +125,15 @@ def test_each_batch_writes_the_other_log_and_a_clean_close_leaves_none(tmp_path)
         assert len(_subjects(store)) == 7
 
 
-def _pages_to_write(path, offset: int = 0, length: int = 0) -> int:
-    """The file's pages dirty or under writeback in the page cache, from ``offset`` for
-    ``length`` bytes (0: to the end), by cachestat (Linux 6.5)."""
+def _cachestat(path, offset: int = 0, length: int = 0):
+    """The file's pages in the page cache from ``offset`` for ``length`` bytes (0: to the
+    end), by cachestat (Linux 6.5): cached, dirty, writeback, evicted, recently evicted."""
     import ctypes
     import errno
 
     libc = ctypes.CDLL(None, use_errno=True)
     byte_range = (ctypes.c_uint64 * 2)(offset, length)
-    counts = (ctypes.c_uint64 * 5)()  # cached, dirty, writeback, evicted, recently evicted
+    counts = (ctypes.c_uint64 * 5)()
     fd = os.open(path, os.O_RDONLY)
     try:
         if libc.syscall(451, fd, byte_range, counts, 0) != 0:  # 451: cachestat on x86-64 and arm64
@@ -142,6 +142,12 @@ def _pages_to_write(path, offset: int = 0, length: int = 0) -> int:
             raise OSError(ctypes.get_errno(), "cachestat")
     finally:
         os.close(fd)
+    return tuple(counts)
+
+
+def _pages_to_write(path, offset: int = 0, length: int = 0) -> int:
+    """The file's pages dirty or under writeback in the page cache (see _cachestat)."""
+    counts = _cachestat(path, offset, length)
     return counts[1] + counts[2]
 
 
@@ -182,6 +188,23 @@ def test_a_durable_flush_leaves_the_next_batchs_new_pages_alone(tmp_path):
         assert _pages_to_write(data, committed) == past_the_commit
         assert store.count() == 22_000
     assert not check(tmp_path / "s")
+
+
+def test_the_next_batchs_new_pages_are_cached_ahead_and_left_clean(tmp_path):
+    """After a durable commit's flush, the pages past the last committed one are read into
+    the page cache (a write's first touch of one then finds it there), and none is dirtied."""
+    from lakebench._store import CACHE_AHEAD
+
+    with LmdbStore(tmp_path / "s", batch_writes=1_000_000) as store:
+        store.add([(f"http://e/s{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(2000)])
+        store.checkpoint()  # committed, flushed, then cached ahead on the flushing thread
+        used, allocated = store.env.info()["used_bytes"], store.env.allocated
+        ahead = min(CACHE_AHEAD, allocated - used)
+        assert ahead > 8 << 20  # more than one readahead window of the kernel's
+        cached, dirty, writeback = _cachestat(tmp_path / "s" / "data.mdb", used, ahead)[:3]
+        assert cached == ahead // 4096 and dirty == writeback == 0
+    with LmdbStore(tmp_path / "p", batch_writes=1_000_000, writemap=False) as store:
+        assert store.env.cache_ahead() is None  # a map not written in place: nothing to do
 
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable-commit.py")

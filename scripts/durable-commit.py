@@ -6,8 +6,10 @@ harness), and prints one JSON line: the writes' mean / p50 / p95 / p99 / p99.9 /
 max in ms and last/first tenth (lakebench.results.stats), the batch commits
 (``LmdbStore.batch_commits``: their time on the writer's thread, and, durable,
 their flushes on a thread of their own), the same figures of the writes that
-follow a batch commit, and the process's private memory at the end (RssAnon).  ``--mode``: ``durable`` (the default store), ``durable-pwrite``
-(the batch written with pwrite rather than through the map), ``nosync``.
+follow a batch commit, the writing thread's major page faults (all writes', and those
+of the writes after a commit), and the process's private memory at the end (RssAnon).
+``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
+pwrite rather than through the map), ``nosync``.
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import sys
 import time
@@ -49,15 +52,18 @@ def main() -> int:
     dataset = DataSet(children=args.children)
     parent, contains = iri(dataset.parent_uri), iri(LDP_CONTAINS)
     seconds, after_commit = [], []
+    faults = []  # the writing thread's major page faults in each write (outside its clock)
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap)
         store.write(lambda txn: txn.add_graph(parent))
         committed = 0  # batch commits so far
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
+            major = resource.getrusage(resource.RUSAGE_THREAD).ru_majflt
             began = time.perf_counter()
             store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
             seconds.append(time.perf_counter() - began)
+            faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_majflt - major)
             if store.batch_commits["count"] != committed:  # this write committed the batch
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
@@ -72,6 +78,10 @@ def main() -> int:
     print(json.dumps({"mode": args.mode, "children": args.children, **latency_summary(seconds),
                       # the write that follows each batch commit (it meets the commit's flush)
                       "after_commit_ms": latency_summary(after)["per_resource_ms"] if after else None,
+                      # a write's first touch of a page the page cache lacks (a new page of the
+                      # map, unless cached ahead): all writes', and those after a commit
+                      "major_faults": sum(faults),
+                      "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),
                       "batch_commits": commits, "rss_anon_bytes": private}))
     return 0
 

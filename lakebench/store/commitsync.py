@@ -288,6 +288,44 @@ class DataSync:
             raise error
 
 
+class CacheAhead:
+    """Runs ``cache`` (``Environment.cache_ahead``) on a thread of its own after an
+    unflushed batch commit, so that the next batch's new pages are in the page cache
+    before its writes first touch them (what the durable store's :class:`DataSync` does
+    after each flush).  One at a time: a start while the last one runs is skipped, the
+    next commit starts another.  :meth:`wait` before the map grows (mapped again, while
+    ``cache`` reads the environment's meta page) or the environment closes."""
+
+    def __init__(self, cache: Callable[[], None]):
+        self._cache = cache
+        self._start_thread, allocate_lock = _native()
+        self._done = allocate_lock()
+        self._running = False
+
+    def start(self) -> None:
+        if self._running and self._done.locked():
+            return
+        self._done.acquire()
+        self._running = True
+        self._start_thread(self._run, ())
+
+    def _run(self) -> None:
+        try:
+            self._cache()
+        except OSError as exc:  # only the next batch's speed depends on it
+            _logger.warning("after a batch commit: %s", exc)
+        finally:
+            self._done.release()
+
+    def wait(self) -> None:
+        """Return once the run started last has returned."""
+        if not self._running:
+            return
+        self._done.acquire()
+        self._done.release()
+        self._running = False
+
+
 def _crc(txnid: int, page_size: int, pages: bytes) -> int:
     return zlib.crc32(pages, zlib.crc32(struct.pack("<QI", txnid, page_size)))
 

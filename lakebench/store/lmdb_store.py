@@ -57,7 +57,7 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.durability import Durability
-from lakebench.store.commitsync import CommitIntent, DataSync, meta_pages, undo_cut_commit
+from lakebench.store.commitsync import CacheAhead, CommitIntent, DataSync, meta_pages, undo_cut_commit
 from lakebench.store.logsync import INLINE, GroupSync, Token, Waiting
 from lakebench.store.preflight import before_open
 from lakebench.store.terms import term
@@ -205,6 +205,8 @@ class LmdbStore:
         # of its own (lakebench.store.commitsync).
         self._intent: CommitIntent | None = None
         self._data_sync: DataSync | None = None
+        # Nosync, written in place: the next batch's new pages cached on a thread of its own.
+        self._cache_ahead: CacheAhead | None = None
         self._pin: Txn | None = None      # a reader on the last flushed snapshot, until the next is
         self._failed: str | None = None   # why the store takes no more writes (a flush of data.mdb failed)
         self._sync: GroupSync | None = None  # the log's flushes (lakebench.store.logsync)
@@ -273,6 +275,8 @@ class LmdbStore:
                 # (a nosync writer may not have).
                 self.env.sync(True)
                 self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=self.env.cache_ahead)
+            elif log and self.env.writemap:
+                self._cache_ahead = CacheAhead(self.env.cache_ahead)
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)
@@ -309,6 +313,7 @@ class LmdbStore:
                     self._data_sync.wait()  # it uses the environment
                 except Exception:  # noqa: BLE001  (its intent stays pending: the next open undoes it)
                     pass
+            self._wait_cache_ahead()
             if self._pin is not None:
                 pin, self._pin = self._pin, None
                 pin.abort()
@@ -458,7 +463,7 @@ class LmdbStore:
                 txn.commit()
             except MapFullError:
                 txn.abort()
-                self.env.grow()
+                self._grow()
                 continue
             except BaseException:
                 txn.abort()
@@ -479,7 +484,7 @@ class LmdbStore:
                 result = op(txn)
             except MapFullError:
                 txn.abort()
-                self.env.grow()
+                self._grow()
                 continue
             except BaseException:
                 if not txn.active:  # an LMDB failure ended it: the pending writes are lost
@@ -622,6 +627,8 @@ class LmdbStore:
         if pin is None:
             self._sync.mark_durable(self._seq)
             self._log.reset()
+            if self._cache_ahead is not None and not self.env.grow_due():
+                self._cache_ahead.start()
         else:
             self._pin = pin
             self._log = self._logs[1] if self._log is self._logs[0] else self._logs[0]
@@ -630,6 +637,17 @@ class LmdbStore:
             if flushed or self.env.grow_due():  # growing the map needs no transaction open
                 self._settle_commit()
         self._maybe_grow()
+
+    def _grow(self) -> None:
+        """Grow the map (mapped again): what reads the environment on another thread first done."""
+        self._wait_cache_ahead()
+        self.env.grow()
+
+    def _wait_cache_ahead(self) -> None:
+        """Nosync: wait for the thread that caches the next batch's pages (it reads the
+        environment: before the map grows or the environment closes)."""
+        if self._cache_ahead is not None:
+            self._cache_ahead.wait()
 
     def _settle_commit(self) -> None:
         """Wait for the flush of the last commit (on its own thread) and let go of its pin."""
@@ -708,7 +726,7 @@ class LmdbStore:
             self._abort_batch()
             if grow:
                 self._settle_commit()  # growing the map needs no transaction open: the pin neither
-                self.env.grow()
+                self._grow()
             batch = self._begin_batch()
             try:
                 applied = applied_sequence(batch)
@@ -792,13 +810,13 @@ class LmdbStore:
                     txn.file_terms()
                 return
             except MapFullError:
-                self.env.grow()
+                self._grow()
         raise MapFullError(-30792, "the map is still full after growing it")
 
     def _maybe_grow(self) -> None:
         if self.env.open_txns == 0 and self.env.grow_due():
             try:
-                self.env.grow()
+                self._grow()
             except (OSError, LmdbError) as exc:
                 if not no_space(exc):
                     raise

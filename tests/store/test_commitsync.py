@@ -207,6 +207,27 @@ def test_the_next_batchs_new_pages_are_cached_ahead_and_left_clean(tmp_path):
         assert store.env.cache_ahead() is None  # a map not written in place: nothing to do
 
 
+def test_an_unsynced_store_caches_the_next_batchs_pages_ahead_too(tmp_path):
+    import time
+
+    from lakebench._store import CACHE_AHEAD
+
+    with LmdbStore(tmp_path / "s", durability="nosync", batch_writes=3) as store:
+        for i in range(3):  # the third commits the batch, unflushed; a thread then caches ahead
+            store.add([(f"http://e/s{i}-{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(500)])
+        used, allocated = store.env.info()["used_bytes"], store.env.allocated
+        ahead = min(CACHE_AHEAD, allocated - used)
+        assert ahead > 8 << 20
+        deadline = time.monotonic() + 20
+        while _cachestat(tmp_path / "s" / "data.mdb", used, ahead)[0] < ahead // 4096 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cached, dirty, writeback = _cachestat(tmp_path / "s" / "data.mdb", used, ahead)[:3]
+        assert cached == ahead // 4096 and dirty == writeback == 0
+        store.add([("http://e/after", "http://e/p", "http://e/o", "http://e/g")])
+        assert store.count() == 1501
+    assert not check(tmp_path / "s")
+
+
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable-commit.py")
 
 
@@ -221,6 +242,7 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert report["batch_commits"]["count"] == 2   # 1,024 writes, then the rest at close
     assert (report["batch_commits"]["flush_seconds"] is None) == (mode == "nosync")
     assert report["rss_anon_bytes"] > 0
+    assert 0 <= report["after_commit_major_faults"] <= report["major_faults"]
     assert not (tmp_path / "s").exists()
 
 

@@ -25,6 +25,7 @@ import shutil
 import sys
 import time
 
+from lakebench._store import CACHE_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary
 from lakebench.store import LmdbStore
@@ -46,6 +47,9 @@ def main() -> int:
     parser.add_argument("--children", type=int, default=150_000, help="children to write (default 150,000)")
     parser.add_argument("--mode", choices=sorted(MODES), default="durable", help="the store's mode (default durable)")
     parser.add_argument("--dir", required=True, help="the store's directory (removed first and after)")
+    parser.add_argument("--cache-ahead", type=int, default=CACHE_AHEAD,
+                        help="bytes past the last committed page cached after each batch commit "
+                             f"(LmdbStore's cache_ahead; default {CACHE_AHEAD:,}; 0: none)")
     args = parser.parse_args()
     durability, writemap = MODES[args.mode]
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -54,7 +58,7 @@ def main() -> int:
     seconds, after_commit = [], []
     faults = []  # the writing thread's major page faults in each write (outside its clock)
     try:
-        store = LmdbStore(args.dir, durability=durability, writemap=writemap)
+        store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead)
         store.write(lambda txn: txn.add_graph(parent))
         committed = 0  # batch commits so far
         for i, child in enumerate(dataset):
@@ -75,7 +79,8 @@ def main() -> int:
     finally:
         shutil.rmtree(args.dir, ignore_errors=True)
     after = [seconds[i] for i in after_commit if i < len(seconds)]
-    print(json.dumps({"mode": args.mode, "children": args.children, **latency_summary(seconds),
+    print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
+                      **latency_summary(seconds),
                       # the write that follows each batch commit (it meets the commit's flush)
                       "after_commit_ms": latency_summary(after)["per_resource_ms"] if after else None,
                       # a write's first touch of a page the page cache lacks (a new page of the

@@ -30,8 +30,8 @@ NARRATIVE = [PERFORMANCE, DOCS / "store-history.rst"]
 #: What a kept run may hold: the summary and what the charts read (results.json always; latencies.csv
 #: where its charts read per-child latencies: a users sweep's read the load records only).
 KEPT_FILES = {"results.json", "latencies.csv"}
-#: The kept runs together stay small (bytes).
-BUDGET = 5_000_000
+#: The kept runs together stay small (bytes; 5,000,000 until the three-million run's 112 KB).
+BUDGET = 5_200_000
 
 
 # -- reading the pages ---------------------------------------------------------------------
@@ -266,6 +266,21 @@ def test_what_the_server_at_a_million_shows():
     assert paged["first_seconds"] < 0.1 * parent["seconds"] and paged["walk_seconds"] < 10 * parent["seconds"]
 
 
+def test_what_three_million_children_show():
+    (entry,) = results.load(RUNS_DIR / "three-million")["systems"]
+    assert entry["status"] == "ok" and entry["children"] == 3_000_000 and not entry["budget_exhausted"]
+    assert entry["triples_total"] == 3_000_000 * 101  # 100 triples a child and its containment triple
+    assert entry["disk_bytes"] > 1.5 * entry["peak_rss_bytes"]  # the data file past the memory used
+    ingest = [(s["children"], s["rss_anon_bytes"]) for s in entry["samples"][0] if s["phase"] == "ingest"]
+    assert ingest[-1][0] == 3_000_000 and max(b for _, b in ingest) < 400e6
+    before_a_million = max(b for n, b in ingest if 500_000 <= n < 1_000_000)
+    last_million = max(b for n, b in ingest if n >= 2_000_000)
+    assert before_a_million < last_million < (1 + 1 / 6) * before_a_million
+    assert entry["growth"]["ratio"] > 1.5  # not flat in time
+    parent = entry["parent"]
+    assert parent["containment_triples"] == 3_000_000 and parent["first_seconds"] > 1 > parent["seconds"]
+
+
 # -- the site ------------------------------------------------------------------------------
 
 def test_the_docs_build_with_the_pages(tmp_path, capsys):
@@ -381,7 +396,7 @@ def test_what_the_durable_million_shows():
     # the commits cost the writing thread a small fraction; its slowest write is less than half
     commits = aside["internals"]["batch_commits"], inline["internals"]["batch_commits"]
     assert commits[0]["seconds"] < 0.1 * commits[1]["seconds"] and commits[0]["flush_seconds"] > 0
-    assert aside["per_resource_ms"]["max"] < inline["per_resource_ms"]["max"] / 3
+    assert aside["per_resource_ms"]["max"] < inline["per_resource_ms"]["max"] / 2
     # a lower mean, a faster slowest thousandth, lower private memory at its peak
     assert _mean(aside) < _mean(inline) and aside["per_resource_ms"]["p999"] < inline["per_resource_ms"]["p999"]
     assert aside["peak_rss_anon_bytes"] < inline["peak_rss_anon_bytes"]

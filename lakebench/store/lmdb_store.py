@@ -40,6 +40,7 @@ through the map as well as those written with ``pwrite`` (``writemap=False``).
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import resource
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from lakebench._store import (
+    CACHE_AHEAD,
     Environment,
     LmdbError,
     MapFullError,
@@ -173,6 +175,9 @@ class LmdbStore:
     the module docstring); default (None): with the log.
     ``map_size``: the map to open with; default (None): a writer reserves
     :func:`map_reserve` (no growth, so no remap, on the write path).
+    ``cache_ahead``: with the batch written in place, the bytes of the file past
+    the last committed page brought into the page cache after each batch commit,
+    on a thread of its own (``Environment.cache_ahead``); 0: none.
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
@@ -180,7 +185,7 @@ class LmdbStore:
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
-                 waiting: Waiting = INLINE):
+                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD):
         self.path = Path(path)
         durability = Durability.parse(durability)
         # A log damaged in the middle (acknowledged writes after the damage)
@@ -274,9 +279,10 @@ class LmdbStore:
                 # The first intent names the snapshot as opened: flushed, whatever wrote it
                 # (a nosync writer may not have).
                 self.env.sync(True)
-                self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=self.env.cache_ahead)
-            elif log and self.env.writemap:
-                self._cache_ahead = CacheAhead(self.env.cache_ahead)
+                ahead = functools.partial(self.env.cache_ahead, cache_ahead) if cache_ahead > 0 else None
+                self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=ahead)
+            elif log and self.env.writemap and cache_ahead > 0:
+                self._cache_ahead = CacheAhead(functools.partial(self.env.cache_ahead, cache_ahead))
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)

@@ -205,6 +205,11 @@ def test_the_next_batchs_new_pages_are_cached_ahead_and_left_clean(tmp_path):
         assert cached == ahead // 4096 and dirty == writeback == 0
     with LmdbStore(tmp_path / "p", batch_writes=1_000_000, writemap=False) as store:
         assert store.env.cache_ahead() is None  # a map not written in place: nothing to do
+    with LmdbStore(tmp_path / "n", batch_writes=1_000_000, cache_ahead=0) as store:  # turned off
+        store.add([(f"http://e/s{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(2000)])
+        store.checkpoint()
+        used = store.env.info()["used_bytes"]
+        assert _cachestat(tmp_path / "n" / "data.mdb", used, 64 << 20)[0] < (8 << 20) // 4096
 
 
 def test_an_unsynced_store_caches_the_next_batchs_pages_ahead_too(tmp_path):
@@ -243,6 +248,7 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert (report["batch_commits"]["flush_seconds"] is None) == (mode == "nosync")
     assert report["rss_anon_bytes"] > 0
     assert 0 <= report["after_commit_major_faults"] <= report["major_faults"]
+    assert report["cache_ahead"] > 0
     assert not (tmp_path / "s").exists()
 
 

@@ -224,7 +224,46 @@ def restore_meta_pages(data_file: Path, pages: bytes) -> None:
         os.close(fd)
 
 
-class DataSync:
+class _OneThread:
+    """Work on a thread of the OS's own (see :func:`_native`), one run at a time."""
+
+    def __init__(self):
+        self._start_thread, allocate_lock = _native()
+        self._done = allocate_lock()
+        self._running = False
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run started last has returned (a wait then does not block)."""
+        return not self._running or not self._done.locked()
+
+    def _start(self, run: Callable[[], None]) -> None:
+        self._done.acquire()
+        self._running = True
+        self._start_thread(self._guarded, (run,))
+
+    def _guarded(self, run: Callable[[], None]) -> None:
+        try:
+            run()
+        finally:
+            self._done.release()
+
+    def _join(self) -> None:
+        if self._running:
+            self._done.acquire()
+            self._done.release()
+            self._running = False
+
+
+def _for_the_next_batch(work: Callable[[], None]) -> None:
+    """Run ``work`` done ahead for the next batch: its failure costs only speed, so it is logged."""
+    try:
+        work()
+    except OSError as exc:
+        _logger.warning("after a batch commit: %s", exc)
+
+
+class DataSync(_OneThread):
     """Flushes ``data.mdb`` after a commit on a thread of its own, then confirms the intent,
     then runs ``then`` (work for the next batch, whose failure is only logged).
 
@@ -234,26 +273,17 @@ class DataSync:
 
     def __init__(self, flush: Callable[[], None], intent: CommitIntent,
                  then: Callable[[], None] | None = None):
+        super().__init__()
         self._flush = flush
         self._intent = intent
         self._then = then  # after the confirmation: work for the next batch (the cache ahead)
-        self._start_thread, allocate_lock = _native()
-        self._done = allocate_lock()
-        self._running = False
         self._error: BaseException | None = None
         self.seconds = 0.0
         self.max_seconds = 0.0
 
-    @property
-    def finished(self) -> bool:
-        """Whether the flush started last has returned (wait() then does not block)."""
-        return not self._running or not self._done.locked()
-
     def start(self) -> None:
-        self._done.acquire()
-        self._running = True
         self._error = None
-        self._start_thread(self._run, ())
+        self._start(self._run)
 
     def _run(self) -> None:
         import time
@@ -264,31 +294,22 @@ class DataSync:
             self._intent.confirm()
         except BaseException as exc:  # noqa: BLE001  (the writer raises it, at wait())
             self._error = exc
-        else:
-            seconds = time.perf_counter() - began
-            self.seconds += seconds
-            self.max_seconds = max(self.max_seconds, seconds)
-            if self._then is not None:
-                try:
-                    self._then()
-                except OSError as exc:  # only the next batch's speed depends on it
-                    _logger.warning("after a batch commit's flush: %s", exc)
-        finally:
-            self._done.release()
+            return
+        seconds = time.perf_counter() - began
+        self.seconds += seconds
+        self.max_seconds = max(self.max_seconds, seconds)
+        if self._then is not None:
+            _for_the_next_batch(self._then)
 
     def wait(self) -> None:
         """Return once the flush started last has returned; raise what it raised."""
-        if not self._running:
-            return
-        self._done.acquire()
-        self._done.release()
-        self._running = False
+        self._join()
         if self._error is not None:
             error, self._error = self._error, None
             raise error
 
 
-class CacheAhead:
+class CacheAhead(_OneThread):
     """Runs ``cache`` (``Environment.cache_ahead``) on a thread of its own after an
     unflushed batch commit, so that the next batch's new pages are in the page cache
     before its writes first touch them (what the durable store's :class:`DataSync` does
@@ -297,33 +318,18 @@ class CacheAhead:
     ``cache`` reads the environment's meta page) or the environment closes."""
 
     def __init__(self, cache: Callable[[], None]):
+        super().__init__()
         self._cache = cache
-        self._start_thread, allocate_lock = _native()
-        self._done = allocate_lock()
-        self._running = False
 
     def start(self) -> None:
-        if self._running and self._done.locked():
+        if not self.finished:
             return
-        self._done.acquire()
-        self._running = True
-        self._start_thread(self._run, ())
-
-    def _run(self) -> None:
-        try:
-            self._cache()
-        except OSError as exc:  # only the next batch's speed depends on it
-            _logger.warning("after a batch commit: %s", exc)
-        finally:
-            self._done.release()
+        self._join()
+        self._start(lambda: _for_the_next_batch(self._cache))
 
     def wait(self) -> None:
         """Return once the run started last has returned."""
-        if not self._running:
-            return
-        self._done.acquire()
-        self._done.release()
-        self._running = False
+        self._join()
 
 
 def _crc(txnid: int, page_size: int, pages: bytes) -> int:

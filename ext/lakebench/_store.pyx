@@ -556,7 +556,7 @@ cdef class Environment:
             return
         fd = self._fd()
         start = self._used_bytes()
-        stop = min(start + length, self.allocated)
+        stop = start + min(length, self.allocated - start) if self.allocated > start else start
         with nogil:
             # In steps: Linux reads at most the device's readahead window (read_ahead_kb,
             # 128 KiB by default) per call, and ignores the rest of the range.
@@ -589,9 +589,10 @@ cdef class Environment:
         return 0
 
     cdef int _sync_range(self, size_t length) except -1:
-        """fsync the data file's first ``length`` bytes: Linux's ``msync`` of a shared map
-        of a file flushes that range of the file (``vfs_fsync_range``), whichever map wrote
-        its pages; nothing of this map is read."""
+        """fdatasync the data file's first ``length`` bytes: Linux's ``msync`` of a shared
+        map of a file flushes that range of the file (``vfs_fsync_range``, the data and what
+        reading it back needs: extents, size), whichever map wrote its pages; nothing of this
+        map is read.  The map is shared only because LMDB's descriptor is open for writing."""
         cdef int fd = self._fd(), rc = 0
         cdef void *view
         with nogil:

@@ -58,7 +58,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
-from lakebench._store import StoreError
+from lakebench._store import LmdbError, StoreError
 from lakebench.store.wal import fsync_path
 
 _logger = logging.getLogger(__name__)
@@ -240,7 +240,12 @@ class _OneThread:
     def _start(self, run: Callable[[], None]) -> None:
         self._done.acquire()
         self._running = True
-        self._start_thread(self._guarded, (run,))
+        try:
+            self._start_thread(self._guarded, (run,))
+        except BaseException:  # no thread: nothing will release the lock, and no wait may hang
+            self._running = False
+            self._done.release()
+            raise
 
     def _guarded(self, run: Callable[[], None]) -> None:
         try:
@@ -259,7 +264,7 @@ def _for_the_next_batch(work: Callable[[], None]) -> None:
     """Run ``work`` done ahead for the next batch: its failure costs only speed, so it is logged."""
     try:
         work()
-    except OSError as exc:
+    except (OSError, LmdbError) as exc:
         _logger.warning("after a batch commit: %s", exc)
 
 

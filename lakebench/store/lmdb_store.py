@@ -633,8 +633,8 @@ class LmdbStore:
         if pin is None:
             self._sync.mark_durable(self._seq)
             self._log.reset()
-            if self._cache_ahead is not None and not self.env.grow_due():
-                self._cache_ahead.start()
+            if self._cache_ahead is not None and not flushed and not self.env.grow_due():
+                self._cache_ahead.start()  # not at a close (no batch follows) or a checkpoint (rare)
         else:
             self._pin = pin
             self._log = self._logs[1] if self._log is self._logs[0] else self._logs[0]

@@ -388,6 +388,28 @@ def test_what_the_sweep_of_sizes_shows():
             assert _steady(c[("oxigraph", n)]) > 10 * _steady(c[("lmdb-nosync", n)])
 
 
+@pytest.mark.skipif("nosync-million" not in RUNS or "scale" not in RUNS, reason="no unsynced million kept")
+def test_what_the_unsynced_million_shows():
+    (ahead,) = results.load(RUNS_DIR / "nosync-million")["systems"]
+    sweep = _cases("scale")[("lmdb-nosync", 1_000_000)]
+    assert ahead["status"] == sweep["status"] == "ok" and ahead["children"] == sweep["children"] == 1_000_000
+    assert not ahead["budget_exhausted"]
+    # a lower mean; both tenths faster than the sweep's, the first by more
+    assert _mean(ahead) < _mean(sweep)
+    first, last = (ahead["growth"][k] / sweep["growth"][k] for k in ("first_10pct_ms", "last_10pct_ms"))
+    assert first < last < 1 and ahead["growth"]["ratio"] > sweep["growth"]["ratio"]
+    # private memory under 400 MB through the ingest, and lower at its end than the sweep's
+    def ingest(entry):
+        return [s["rss_anon_bytes"] for s in entry["samples"][0] if s["phase"] == "ingest"]
+    assert max(ingest(ahead)) < 400e6 and ingest(ahead)[-1] < ingest(sweep)[-1]
+    # the slowest thousandth and the slowest write slower than the sweep's
+    assert ahead["per_resource_ms"]["p999"] > sweep["per_resource_ms"]["p999"]
+    assert ahead["per_resource_ms"]["max"] > sweep["per_resource_ms"]["max"]
+    # the parent read back slower, the first read most of all
+    slower = [ahead["parent"][k] / sweep["parent"][k] for k in ("seconds", "first_seconds")]
+    assert 1 < slower[0] < slower[1]
+
+
 @pytest.mark.skipif("durable-million" not in RUNS or "scale" not in RUNS, reason="no durable million kept")
 def test_what_the_durable_million_shows():
     (aside,) = results.load(RUNS_DIR / "durable-million")["systems"]

@@ -127,8 +127,11 @@ def test_sweep_of_sizes_and_literal_lengths(tmp_path):
     disk = {(s["children"], s["literal_length"]): s["disk_bytes"] for s in doc["systems"] if s["name"] == "lmdb-nosync"}
     assert disk[(12, 100)] >= disk[(12, 1)]
     assert "memory (12 children, 100-char literals)" in table.text(doc)
-    # The in-process store reports its batch commits (one, at close, for so few children); memory nothing.
+    # The in-process store reports its batch commits (one, at close, for so few children) and its
+    # tables' bytes (before that commit: the Bloom filter of its first write, no cached term yet);
+    # memory nothing.
     assert all(s["internals"]["batch_commits"]["count"] == 1 for s in doc["systems"] if s["name"] == "lmdb-nosync")
+    assert all(s["internals"]["heap_bytes"]["bloom_filter"] > 0 for s in doc["systems"] if s["name"] == "lmdb-nosync")
     assert not any("internals" in s for s in doc["systems"] if s["name"] == "memory")
 
 

@@ -31,7 +31,7 @@ from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
-from lakebench._tables cimport (TTable, TEntry, HTable, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
+from lakebench._tables cimport (TTable, TEntry, HTable, HPart, HSlot, HT_PARTS, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
                                tt_clear, buf_free,
                                qb_push, qb_free,
                                ht_free, bloom_free, HSlots, hslots_free)
@@ -92,6 +92,11 @@ def lmdb_version():
 
 
 # ---------------------------------------------------------------- the environment
+cdef size_t _table_bytes(TTable* t) noexcept:
+    """A term table's allocated bytes: its terms' bytes, entries and slots."""
+    return t.arena.cap + t.ecap * sizeof(TEntry) + t.nslots * sizeof(uint32_t)
+
+
 cdef class Environment:
     """One LMDB environment (a directory) holding one store.
 
@@ -356,6 +361,26 @@ cdef class Environment:
         """A new transaction; at most one writer per environment and thread."""
         self._live()
         return Txn._begin(self, write)
+
+    def heap_bytes(self):
+        """The bytes this process holds allocated for the environment's own tables, by table:
+        what the store keeps in private memory besides LMDB's (the map's pages are the
+        file's).  ``unfiled_ids``: the table of ids not yet filed in t2i (about one
+        generation, at most ``filing_max`` ids); ``bloom_filter``: t2i's hashes (fixed
+        size, once built); ``term_cache``: committed terms (bounded, see _termids);
+        ``sweep_slice``: the buffers a sweep's slice is sorted in.  Allocated, not
+        resident: a page of a table that nothing wrote yet takes no memory."""
+        cdef size_t unfiled = 0
+        cdef int i
+        self._live()
+        if self.unfiled.parts != NULL:
+            unfiled = HT_PARTS * sizeof(HPart)
+            for i in range(HT_PARTS):
+                unfiled += self.unfiled.parts[i].nslots * sizeof(HSlot)
+        return {"unfiled_ids": unfiled,
+                "bloom_filter": self.bloom.nblocks * 8 * sizeof(uint64_t) if self.bloom.words != NULL else 0,
+                "term_cache": _table_bytes(&self.cache),
+                "sweep_slice": 2 * self.slice.cap * sizeof(HSlot)}
 
     def info(self):
         """Map size, pages used, page size and reader slots."""

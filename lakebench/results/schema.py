@@ -188,7 +188,9 @@ _FIGURES = {
     "internals": Field({"batch_commits": Field({"count": Field("int"), **_numbers("seconds", "max_seconds"),
                                                 "pages_written": Field("int", null=True),
                                                 **_numbers("flush_seconds", "flush_max_seconds",
-                                                           null=True)})}),
+                                                           null=True)}),
+                         # the store's own tables in its process's heap at the end, bytes by table
+                         "heap_bytes": Field({"*": Field("int")})}),
 }
 
 _RUN = {"system": Field("str", need=ALWAYS, one_line=True), "run": Field("int", need=ALWAYS), **_FIGURES}

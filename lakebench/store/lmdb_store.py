@@ -713,6 +713,15 @@ class LmdbStore:
             return {"flushes": 0, "failures": 0, "writes": 0}
         return {"flushes": self._sync.flushes, "failures": self._sync.failures, "writes": self._sync.writes}
 
+    def heap_bytes(self) -> dict[str, int]:
+        """What the store's own tables hold allocated in this process's heap, in bytes by
+        table (``Environment.heap_bytes``): the part of private memory that is the store's
+        (LMDB's map is the file's pages)."""
+        env = self.env
+        if env is None:
+            raise StoreError(f"{self.path}: the store is closed")
+        return env.heap_bytes()
+
     def _abort_batch(self) -> None:
         batch, self._batch = self._batch, None
         self._batch_records = 0

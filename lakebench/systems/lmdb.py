@@ -117,12 +117,15 @@ class LmdbSystem(System):
     def close(self) -> None:
         store, self.store = getattr(self, "store", None), None
         if store is not None:
+            self._heap_bytes = store.heap_bytes()   # the store's tables at the end, before they are freed
             store.close()   # commits the last batch
             self._batch_commits = store.batch_commits
 
     def internals(self) -> dict | None:
         commits = getattr(self, "_batch_commits", None)
-        return {"batch_commits": commits} if commits else None
+        heap = getattr(self, "_heap_bytes", None)
+        return {**({"batch_commits": commits} if commits else {}),
+                **({"heap_bytes": heap} if heap else {})} or None
 
 
 class LmdbNosyncSystem(LmdbSystem):

@@ -15,7 +15,7 @@ import pytest
 from lakebench import _store
 from lakebench._codec import expand_stored
 from lakebench._tables import gather_by_hash, sort_by_hash
-from lakebench.store import LmdbStore, check
+from lakebench.store import LmdbStore, StoreError, check
 from lakebench.store.terms import DEFAULT_GRAPH, iri, literal
 
 G = iri("http://ex.org/g")
@@ -443,6 +443,27 @@ def test_filing_max_bounds_the_unfiled_ids_however_many_are_filed(tmp_path, most
     else:
         assert peak > 2 * 200 + 40
     assert _summary(tmp_path / "s")["terms"] == 6002
+
+
+def test_the_stores_own_tables_are_counted_and_filing_max_bounds_the_unfiled_ids_table(tmp_path):
+    """``heap_bytes``: what the store's tables hold allocated.  The table of unfiled ids
+    of a store bounded by ``filing_max`` stays at its smallest while an unbounded one's
+    grows with its generations; the Bloom filter has its fixed size once built."""
+    tables = {}
+    for most in (200, None):
+        options = {"filing_max": most} if most else {}
+        store = LmdbStore(tmp_path / f"s{most}", filing_lag=64, batch_writes=8, **options)
+        with store:
+            for i in range(100):
+                store.add(_quads(500, start=500 * i))   # 1,000 new ids a write
+            tables[most] = store.heap_bytes()
+        with pytest.raises(StoreError, match="closed"):
+            store.heap_bytes()
+    bounded, unbounded = tables[200], tables[None]
+    assert set(bounded) == {"unfiled_ids", "bloom_filter", "term_cache", "sweep_slice"}
+    assert 0 < bounded["unfiled_ids"] and 2 * bounded["unfiled_ids"] < unbounded["unfiled_ids"]
+    assert bounded["bloom_filter"] == unbounded["bloom_filter"] == 64 << 20
+    assert bounded["term_cache"] > 0 and bounded["sweep_slice"] > 0
 
 
 def test_a_stray_hash_entry_does_not_stop_the_commits(tmp_path):

@@ -402,12 +402,15 @@ def test_what_the_unsynced_million_shows():
     def ingest(entry):
         return [s["rss_anon_bytes"] for s in entry["samples"][0] if s["phase"] == "ingest"]
     assert max(ingest(ahead)) < 400e6 and ingest(ahead)[-1] < ingest(sweep)[-1]
-    # the slowest thousandth and the slowest write slower than the sweep's
-    assert ahead["per_resource_ms"]["p999"] > sweep["per_resource_ms"]["p999"]
-    assert ahead["per_resource_ms"]["max"] > sweep["per_resource_ms"]["max"]
-    # the parent read back slower, the first read most of all
+    # the slowest thousandth slower than the sweep's, and above all the slowest write
+    p999, most = (ahead["per_resource_ms"][k] / sweep["per_resource_ms"][k] for k in ("p999", "max"))
+    assert 1 < p999 < most
+    # the parent read back slower, the first read most of all, as the durable million's was
     slower = [ahead["parent"][k] / sweep["parent"][k] for k in ("seconds", "first_seconds")]
     assert 1 < slower[0] < slower[1]
+    if "durable-million" in RUNS:
+        (durable,) = results.load(RUNS_DIR / "durable-million")["systems"]
+        assert durable["parent"]["first_seconds"] > _cases("scale")[("lmdb", 1_000_000)]["parent"]["first_seconds"]
 
 
 @pytest.mark.skipif("durable-million" not in RUNS or "scale" not in RUNS, reason="no durable million kept")

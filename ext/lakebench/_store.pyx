@@ -31,7 +31,7 @@ from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
-from lakebench._tables cimport (TTable, TEntry, HTable, HPart, HSlot, HT_PARTS, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
+from lakebench._tables cimport (TTable, TEntry, HTable, tt_bytes, ht_bytes, hslots_bytes, bloom_bytes, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
                                tt_clear, buf_free,
                                qb_push, qb_free,
                                ht_free, bloom_free, HSlots, hslots_free)
@@ -92,11 +92,6 @@ def lmdb_version():
 
 
 # ---------------------------------------------------------------- the environment
-cdef size_t _table_bytes(TTable* t) noexcept:
-    """A term table's allocated bytes: its terms' bytes, entries and slots."""
-    return t.arena.cap + t.ecap * sizeof(TEntry) + t.nslots * sizeof(uint32_t)
-
-
 cdef class Environment:
     """One LMDB environment (a directory) holding one store.
 
@@ -137,6 +132,7 @@ cdef class Environment:
     cdef long writer_thread
     cdef TTable cache          # committed terms -> ids (IRIs and short literals; see _termids)
     cdef TTable spare_seen     # the last write transaction's table of terms, emptied, for the next
+    cdef TTable* writer_seen   # the open write transaction's table of terms (NULL: none open)
     cdef HTable unfiled        # ids not filed in t2i (defer_filing only; see _termids)
     cdef Bloom bloom           # hashes that may be in t2i (defer_filing only)
     cdef HSlots slice          # the buffers a sweep's slice is sorted in (defer_filing only)
@@ -155,6 +151,7 @@ cdef class Environment:
         self.env = NULL
         self.wlock = PyThread_allocate_lock()
         self.writer_thread = -1
+        self.writer_seen = NULL
         memset(&self.cache, 0, sizeof(TTable))
         memset(&self.unfiled, 0, sizeof(HTable))
         memset(&self.bloom, 0, sizeof(Bloom))
@@ -363,24 +360,26 @@ cdef class Environment:
         return Txn._begin(self, write)
 
     def heap_bytes(self):
-        """The bytes this process holds allocated for the environment's own tables, by table:
-        what the store keeps in private memory besides LMDB's (the map's pages are the
-        file's).  ``unfiled_ids``: the table of ids not yet filed in t2i (about one
-        generation, at most ``filing_max`` ids); ``bloom_filter``: t2i's hashes (fixed
-        size, once built); ``term_cache``: committed terms (bounded, see _termids);
-        ``sweep_slice``: the buffers a sweep's slice is sorted in.  Allocated, not
-        resident: a page of a table that nothing wrote yet takes no memory."""
-        cdef size_t unfiled = 0
-        cdef int i
+        """The bytes this process holds allocated for the environment's own tables, by table
+        (LMDB's own allocations and the map, whose pages are the file's, are not counted):
+
+        * ``unfiled_ids``: the table of ids not yet filed in t2i, about two generations of
+          at most ``filing_max`` ids; its parts only grow, so this is its most since open;
+        * ``bloom_filter``: t2i's hashes, a fixed size once built;
+        * ``term_cache``: committed terms, bounded (see _termids);
+        * ``write_terms``: the open write transaction's table of terms, or the one kept
+          for the next write (a batch of 1,024 seed children fills some 32 MiB);
+        * ``sweep_slice``: the buffers a sweep's slice is sorted in.
+
+        Allocated, not resident: a page of a table that nothing wrote yet takes no memory."""
+        cdef size_t write_terms
         self._live()
-        if self.unfiled.parts != NULL:
-            unfiled = HT_PARTS * sizeof(HPart)
-            for i in range(HT_PARTS):
-                unfiled += self.unfiled.parts[i].nslots * sizeof(HSlot)
-        return {"unfiled_ids": unfiled,
-                "bloom_filter": self.bloom.nblocks * 8 * sizeof(uint64_t) if self.bloom.words != NULL else 0,
-                "term_cache": _table_bytes(&self.cache),
-                "sweep_slice": 2 * self.slice.cap * sizeof(HSlot)}
+        write_terms = tt_bytes(&self.spare_seen)   # empty while a write is open: it took it
+        if self.writer_seen != NULL:
+            write_terms += tt_bytes(self.writer_seen)
+        return {"unfiled_ids": ht_bytes(&self.unfiled), "bloom_filter": bloom_bytes(&self.bloom),
+                "term_cache": tt_bytes(&self.cache), "write_terms": write_terms,
+                "sweep_slice": hslots_bytes(&self.slice)}
 
     def info(self):
         """Map size, pages used, page size and reader slots."""
@@ -665,7 +664,7 @@ cdef void keep_seen(TTable* seen, TTable* spare) noexcept nogil:
     by doubling (fresh memory faulted in, its slots rehashed); kept, a
     million-child ingest lost its slowest writes, the same few of every
     batch (docs/store.rst, "The batch's table of terms kept")."""
-    if seen.arena.cap + seen.ecap * sizeof(TEntry) + seen.nslots * sizeof(uint32_t) > SPARE_SEEN_MAX:
+    if tt_bytes(seen) > SPARE_SEEN_MAX:
         tt_free(seen)
         return
     tt_clear(seen)
@@ -717,6 +716,7 @@ cdef class Txn:
             env.writer_thread = me
             t.core.seen = env.spare_seen   # the writer lock guards the spare
             memset(&env.spare_seen, 0, sizeof(TTable))
+            env.writer_seen = &t.core.seen
         with nogil:
             rc = mdb_txn_begin(env.env, NULL, 0 if write else MDB_RDONLY, &t.core.txn)
         if rc == MDB_MAP_RESIZED and env.open_txns == 0:
@@ -726,6 +726,7 @@ cdef class Txn:
             except BaseException:
                 if write:
                     env.writer_thread = -1
+                    env.writer_seen = NULL
                     PyThread_release_lock(env.wlock)
                 raise
             with nogil:
@@ -741,6 +742,7 @@ cdef class Txn:
             t.core.txn = NULL
             if write:
                 env.writer_thread = -1
+                env.writer_seen = NULL
                 PyThread_release_lock(env.wlock)
             raise_rc(rc, "mdb_txn_begin")
         env.open_txns += 1
@@ -816,6 +818,7 @@ cdef class Txn:
         self.env.open_txns -= 1
         if self.write:
             keep_seen(&self.core.seen, &self.env.spare_seen)
+            self.env.writer_seen = NULL
             self.env.writer_thread = -1
             PyThread_release_lock(self.env.wlock)
         return rc

@@ -116,6 +116,7 @@ cdef inline const uint8_t* tt_term(TTable* t, size_t i) noexcept nogil:
     return <const uint8_t*>t.arena.p + t.ents[i].off
 
 cdef void tt_free(TTable* t) noexcept nogil
+cdef size_t tt_bytes(TTable* t) noexcept nogil
 cdef void tt_clear(TTable* t) noexcept nogil
 cdef Py_ssize_t tt_find(TTable* t, const void* p, size_t n, uint64_t h) noexcept nogil
 cdef Py_ssize_t tt_add(TTable* t, const void* p, size_t n, uint64_t h, uint32_t id, uint32_t flags) noexcept nogil
@@ -160,6 +161,7 @@ cdef struct HTable:
     bint holds_filed      # built again mid-sweep: it may hold ids a sweep filed (the sweep's end drops them)
 
 cdef void ht_free(HTable* t) noexcept nogil
+cdef size_t ht_bytes(HTable* t) noexcept nogil
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil
 cdef int ht_add(HTable* t, uint64_t h, uint32_t id) noexcept nogil
 cdef void ht_keep_above(HTable* t, uint32_t lo) noexcept nogil
@@ -177,6 +179,7 @@ cdef struct HSlots:
 cdef int ht_gather(HTable* t, uint64_t lo, uint64_t hi, bint to_end, uint32_t after, uint32_t upto,
                    HSlots* out) noexcept nogil
 cdef void hslots_free(HSlots* s) noexcept nogil
+cdef size_t hslots_bytes(HSlots* s) noexcept nogil
 
 cdef inline size_t ht_part_of(uint64_t h) noexcept nogil:
     """The number of the part that holds ``h``: its top HT_PART_BITS bits."""
@@ -218,6 +221,9 @@ cdef inline uint32_t ht_next(HTable* t, uint64_t h, size_t* pos) noexcept nogil:
 # it holds no more than its capacity (10 bits a hash), more after that.  The
 # block is the hash's top bits: hashes added in order (a sweep's, a build
 # from t2i) walk the words in order instead of missing the cache each time.
+cdef enum:
+    BLOOM_BLOCK_BYTES = 64      # a block: 8 words, one cache line
+
 cdef struct Bloom:
     uint64_t* words
     size_t nblocks        # blocks of 8 words, a power of two, 2 or more
@@ -227,6 +233,7 @@ cdef struct Bloom:
     bint valid
 
 cdef void bloom_free(Bloom* b) noexcept nogil
+cdef size_t bloom_bytes(Bloom* b) noexcept nogil
 cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil
 
 cdef inline void bloom_add(Bloom* b, uint64_t h) noexcept nogil:

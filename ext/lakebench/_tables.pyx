@@ -69,6 +69,10 @@ cdef void tt_free(TTable* t) noexcept nogil:
     free(t.slots)
     memset(t, 0, sizeof(TTable))
 
+cdef size_t tt_bytes(TTable* t) noexcept nogil:
+    """What the table holds allocated: its terms' bytes, entries and slots."""
+    return t.arena.cap + t.ecap * sizeof(TEntry) + t.nslots * sizeof(uint32_t)
+
 cdef void tt_clear(TTable* t) noexcept nogil:
     t.arena.n = 0
     t.n = 0
@@ -155,6 +159,16 @@ cdef void ht_free(HTable* t) noexcept nogil:
             free(t.parts[k].slots)
         free(t.parts)
     memset(t, 0, sizeof(HTable))
+
+cdef size_t ht_bytes(HTable* t) noexcept nogil:
+    """What the table holds allocated: its parts' slots.  A part only grows (a reset
+    keeps its memory), so this is the most the table held since it was freed."""
+    cdef size_t k, n = 0
+    if t.parts != NULL:
+        n = HT_PARTS * sizeof(HPart)
+        for k in range(HT_PARTS):
+            n += t.parts[k].nslots * sizeof(HSlot)
+    return n
 
 cdef void ht_reset(HTable* t, uint32_t lo) noexcept nogil:
     """Empty, holding the (empty) range of ids (lo, lo]; keeps its memory."""
@@ -412,6 +426,10 @@ cdef void hslots_free(HSlots* s) noexcept nogil:
     free(s.spare)
     memset(s, 0, sizeof(HSlots))
 
+cdef size_t hslots_bytes(HSlots* s) noexcept nogil:
+    """What the buffers hold allocated (both have ``cap`` entries)."""
+    return 2 * s.cap * sizeof(HSlot)
+
 cdef int hp_gather(HPart* p, size_t first, size_t last, uint64_t lo, uint64_t hi, bint to_end,
                    uint32_t after, uint32_t upto, HSlots* out) noexcept nogil:
     """Append to ``out`` the part's entries in range (see ``ht_gather``)
@@ -470,6 +488,10 @@ cdef void bloom_free(Bloom* b) noexcept nogil:
     free(b.words)
     memset(b, 0, sizeof(Bloom))
 
+cdef size_t bloom_bytes(Bloom* b) noexcept nogil:
+    """What the filter holds allocated (0 before it is sized)."""
+    return b.nblocks * BLOOM_BLOCK_BYTES if b.words != NULL else 0
+
 cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil:
     """Empty, sized for ``capacity`` hashes (10 bits each, at least two blocks)."""
     cdef size_t nblocks = 2
@@ -478,7 +500,7 @@ cdef int bloom_size(Bloom* b, size_t capacity) noexcept nogil:
         nblocks *= 2
         bits += 1
     free(b.words)
-    b.words = <uint64_t*>calloc(nblocks * 8, sizeof(uint64_t))
+    b.words = <uint64_t*>calloc(nblocks, BLOOM_BLOCK_BYTES)
     if b.words == NULL:
         memset(b, 0, sizeof(Bloom))
         return E_NOMEM

@@ -107,10 +107,11 @@ DEFAULT_BATCH_BYTES = 64 << 20
 #: ids: about 10,000 children of the seed workload.
 DEFAULT_FILING_LAG = 1 << 20
 #: ... and at most this many: the table that finds the unfiled ids holds
-#: about one such generation, 12 bytes an id at a load of 3/8 to 3/4, so
-#: 2^22 ids (about 40,000 children) cost 64 to 128 MiB however large the
-#: store grows.  A larger value spares t2i's leaves rewrites (fewer, larger
-#: sweeps) for memory.
+#: one to two such generations (the one a sweep files, the next gathering),
+#: 12 bytes an id at a load of 3/8 to 3/4: at 2^22 ids (about 40,000
+#: children) 154 MB measured (``heap_bytes``, docs/store.rst, "What the
+#: private memory holds"), however large the store grows.  A larger value
+#: spares t2i's leaves rewrites (fewer, larger sweeps) for memory.
 DEFAULT_FILING_MAX = 1 << 22
 #: After a write failed for lack of space, writes are refused at once until
 #: the disk has this much free again.
@@ -718,7 +719,7 @@ class LmdbStore:
         table (``Environment.heap_bytes``): the part of private memory that is the store's
         (LMDB's map is the file's pages)."""
         env = self.env
-        if env is None:
+        if env is None or env.closed:
             raise StoreError(f"{self.path}: the store is closed")
         return env.heap_bytes()
 

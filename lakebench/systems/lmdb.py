@@ -11,7 +11,7 @@ commits to the OS only (what pyoxigraph does by default).
 from __future__ import annotations
 
 from lakebench._store import FORMAT_VERSION, lmdb_version
-from lakebench.store import LmdbStore
+from lakebench.store import LmdbStore, StoreError
 from lakebench.store.terms import iri, literal
 from lakebench.systems.base import Retrieval, System
 from lakebench.systems.memory import rdflib_rows
@@ -117,8 +117,12 @@ class LmdbSystem(System):
     def close(self) -> None:
         store, self.store = getattr(self, "store", None), None
         if store is not None:
-            self._heap_bytes = store.heap_bytes()   # the store's tables at the end, before they are freed
-            store.close()   # commits the last batch
+            try:
+                self._heap_bytes = store.heap_bytes()   # the store's tables at the end, before they are freed
+            except StoreError:   # closed already (the SPARQL plugin's close closes it): nothing to count
+                self._heap_bytes = None
+            finally:
+                store.close()   # commits the last batch
             self._batch_commits = store.batch_commits
 
     def internals(self) -> dict | None:

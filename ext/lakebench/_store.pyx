@@ -31,7 +31,7 @@ from liblmdb cimport *
 from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
-from lakebench._tables cimport (TTable, TEntry, HTable, tt_bytes, ht_bytes, hslots_bytes, bloom_bytes, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
+from lakebench._tables cimport (TTable, HTable, tt_bytes, ht_bytes, hslots_bytes, bloom_bytes, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
                                tt_clear, buf_free,
                                qb_push, qb_free,
                                ht_free, bloom_free, HSlots, hslots_free)

@@ -126,10 +126,9 @@ class LmdbSystem(System):
             self._batch_commits = store.batch_commits
 
     def internals(self) -> dict | None:
-        commits = getattr(self, "_batch_commits", None)
-        heap = getattr(self, "_heap_bytes", None)
-        return {**({"batch_commits": commits} if commits else {}),
-                **({"heap_bytes": heap} if heap else {})} or None
+        reported = {"batch_commits": getattr(self, "_batch_commits", None),
+                    "heap_bytes": getattr(self, "_heap_bytes", None)}
+        return {name: value for name, value in reported.items() if value} or None
 
 
 class LmdbNosyncSystem(LmdbSystem):

@@ -7,9 +7,11 @@ max in ms and last/first tenth (lakebench.results.stats), the batch commits
 (``LmdbStore.batch_commits``: their time on the writer's thread, and, durable,
 their flushes on a thread of their own), the same figures of the writes that
 follow a batch commit, the writing thread's major page faults (all writes', and those
-of the writes after a commit), and the process's private memory at the end (RssAnon).
+of the writes after a commit), the process's private memory at the end (RssAnon), and
+the ten slowest writes.
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
-pwrite rather than through the map), ``nosync``.
+pwrite rather than through the map), ``nosync``; ``--no-write-back``: nosync, each batch
+commit's pages left to the kernel's writeback.
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
 
@@ -50,6 +52,9 @@ def main() -> int:
     parser.add_argument("--cache-ahead", type=int, default=CACHE_AHEAD,
                         help="bytes past the last committed page cached after each batch commit "
                              f"(LmdbStore's cache_ahead; default {CACHE_AHEAD:,}; 0: none)")
+    parser.add_argument("--no-write-back", dest="write_back", action="store_false",
+                        help="nosync: leave each batch commit's pages to the kernel's writeback rather "
+                             "than start writing them back after the commit (LmdbStore's write_back)")
     args = parser.parse_args()
     durability, writemap = MODES[args.mode]
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -58,7 +63,8 @@ def main() -> int:
     seconds, after_commit = [], []
     faults = []  # the writing thread's major page faults in each write (outside its clock)
     try:
-        store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead)
+        store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
+                            write_back=args.write_back)
         store.write(lambda txn: txn.add_graph(parent))
         committed = 0  # batch commits so far
         for i, child in enumerate(dataset):
@@ -79,7 +85,10 @@ def main() -> int:
     finally:
         shutil.rmtree(args.dir, ignore_errors=True)
     after = [seconds[i] for i in after_commit if i < len(seconds)]
+    committing = {i - 1 for i in after_commit}  # the writes that committed a batch
+    slowest = sorted(range(len(seconds)), key=seconds.__getitem__, reverse=True)[:10]
     print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
+                      "write_back": args.write_back,
                       **latency_summary(seconds),
                       # the write that follows each batch commit (it meets the commit's flush)
                       "after_commit_ms": latency_summary(after)["per_resource_ms"] if after else None,
@@ -87,7 +96,10 @@ def main() -> int:
                       # map, unless cached ahead): all writes', and those after a commit
                       "major_faults": sum(faults),
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),
-                      "batch_commits": commits, "rss_anon_bytes": private}))
+                      "batch_commits": commits, "rss_anon_bytes": private,
+                      # the ten slowest writes: which child, how long, whether it committed a batch
+                      "slowest": [{"child": i + 1, "ms": round(seconds[i] * 1000, 3), "committed": i in committing,
+                                   "major_faults": faults[i]} for i in slowest]}))
     return 0
 
 

@@ -314,23 +314,23 @@ class DataSync(_OneThread):
             raise error
 
 
-class CacheAhead(_OneThread):
-    """Runs ``cache`` (``Environment.cache_ahead``) on a thread of its own after an
-    unflushed batch commit, so that the next batch's new pages are in the page cache
-    before its writes first touch them (what the durable store's :class:`DataSync` does
-    after each flush).  One at a time: a start while the last one runs is skipped, the
-    next commit starts another.  :meth:`wait` before the map grows (mapped again, while
-    ``cache`` reads the environment's meta page) or the environment closes."""
+class AfterCommit(_OneThread):
+    """Runs ``work`` on a thread of its own after an unflushed batch commit: for the unsynced
+    store, the committed pages' write-back started (``Environment.start_write_back``) and the
+    next batch's new pages cached ahead (``Environment.cache_ahead``), what the durable store's
+    :class:`DataSync` does after each flush.  One at a time: a start while the last one runs
+    is skipped, the next commit starts another.  :meth:`wait` before the map grows (mapped
+    again, while ``work`` reads the environment's meta page) or the environment closes."""
 
-    def __init__(self, cache: Callable[[], None]):
+    def __init__(self, work: Callable[[], None]):
         super().__init__()
-        self._cache = cache
+        self._work = work
 
     def start(self) -> None:
         if not self.finished:
             return
         self._join()
-        self._start(lambda: _for_the_next_batch(self._cache))
+        self._start(lambda: _for_the_next_batch(self._work))
 
     def wait(self) -> None:
         """Return once the run started last has returned."""

@@ -19,7 +19,9 @@ owns a store's log at a time; ``log=False`` gives LMDB's plain commit
 per write instead (several processes may then write one store).
 
 ``durability="nosync"`` takes the same path without the flushes, in one log
-file.  Both batches write their pages in place through LMDB's memory map (MDB_WRITEMAP):
+file; each batch commit's pages are sent to disk right after it, off the
+writing thread and not waited for, so that the kernel never holds enough
+of them dirty to write the open batch's.  Both batches write their pages in place through LMDB's memory map (MDB_WRITEMAP):
 a batch commit then has no pages to copy out (a tenth of the commit's time
 at 100,000 children), and the dirty pages are the file's, not the
 process's private memory.  A map written in place is a SIGBUS on a full
@@ -59,7 +61,7 @@ from lakebench._store import (
     Txn,
 )
 from lakebench.durability import Durability
-from lakebench.store.commitsync import CacheAhead, CommitIntent, DataSync, meta_pages, undo_cut_commit
+from lakebench.store.commitsync import AfterCommit, CommitIntent, DataSync, meta_pages, undo_cut_commit
 from lakebench.store.logsync import INLINE, GroupSync, Token, Waiting
 from lakebench.store.preflight import before_open
 from lakebench.store.terms import term
@@ -145,6 +147,17 @@ def _thread_bytes_written() -> int | None:
     return None
 
 
+def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool) -> None:
+    """The unsynced store's work after a batch commit, off the writing thread: the committed
+    pages' write-back started first (the sooner it runs, the fewer of the next batch's pages
+    it finds dirty, writes, and leaves to be faulted in again), then the next batch's new
+    pages cached ahead."""
+    if write_back:
+        env.start_write_back()
+    if cache_ahead > 0:
+        env.cache_ahead(cache_ahead)
+
+
 def map_reserve(path) -> int:
     """The map a writer of the store at ``path`` reserves: the size of the file system it is
     on (a store cannot outgrow it), at least DEFAULT_MAP_SIZE and at most MAX_RESERVE, or a
@@ -179,6 +192,10 @@ class LmdbStore:
     ``cache_ahead``: with the batch written in place, the bytes of the file past
     the last committed page brought into the page cache after each batch commit,
     on a thread of its own (``Environment.cache_ahead``); 0: none.
+    ``write_back``: unsynced, with the batch written in place, each batch commit's pages
+    sent to disk right after it, on that thread (``Environment.start_write_back``: the
+    kernel's writeback of gigabytes of dirty pages at once would otherwise clean the open
+    batch's pages, and its commit fault them all in again); False: left to the kernel.
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
@@ -186,7 +203,7 @@ class LmdbStore:
                  batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
-                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD):
+                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: bool = True):
         self.path = Path(path)
         durability = Durability.parse(durability)
         # A log damaged in the middle (acknowledged writes after the damage)
@@ -211,8 +228,9 @@ class LmdbStore:
         # of its own (lakebench.store.commitsync).
         self._intent: CommitIntent | None = None
         self._data_sync: DataSync | None = None
-        # Nosync, written in place: the next batch's new pages cached on a thread of its own.
-        self._cache_ahead: CacheAhead | None = None
+        # Nosync, written in place: after each commit, on a thread of its own, its pages'
+        # write-back started and the next batch's new pages cached.
+        self._after_commit: AfterCommit | None = None
         self._pin: Txn | None = None      # a reader on the last flushed snapshot, until the next is
         self._failed: str | None = None   # why the store takes no more writes (a flush of data.mdb failed)
         self._sync: GroupSync | None = None  # the log's flushes (lakebench.store.logsync)
@@ -282,8 +300,9 @@ class LmdbStore:
                 self.env.sync(True)
                 ahead = functools.partial(self.env.cache_ahead, cache_ahead) if cache_ahead > 0 else None
                 self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=ahead)
-            elif log and self.env.writemap and cache_ahead > 0:
-                self._cache_ahead = CacheAhead(functools.partial(self.env.cache_ahead, cache_ahead))
+            elif log and self.env.writemap and (cache_ahead > 0 or write_back):
+                self._after_commit = AfterCommit(
+                    functools.partial(_after_unsynced_commit, self.env, cache_ahead, write_back))
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)
@@ -320,7 +339,7 @@ class LmdbStore:
                     self._data_sync.wait()  # it uses the environment
                 except Exception:  # noqa: BLE001  (its intent stays pending: the next open undoes it)
                     pass
-            self._wait_cache_ahead()
+            self._wait_after_commit()
             if self._pin is not None:
                 pin, self._pin = self._pin, None
                 pin.abort()
@@ -634,8 +653,8 @@ class LmdbStore:
         if pin is None:
             self._sync.mark_durable(self._seq)
             self._log.reset()
-            if self._cache_ahead is not None and not flushed and not self.env.grow_due():
-                self._cache_ahead.start()  # not at a close (no batch follows) or a checkpoint (rare)
+            if self._after_commit is not None and not flushed and not self.env.grow_due():
+                self._after_commit.start()  # not at a close (no batch follows) or a checkpoint (rare)
         else:
             self._pin = pin
             self._log = self._logs[1] if self._log is self._logs[0] else self._logs[0]
@@ -647,14 +666,14 @@ class LmdbStore:
 
     def _grow(self) -> None:
         """Grow the map (mapped again): what reads the environment on another thread first done."""
-        self._wait_cache_ahead()
+        self._wait_after_commit()
         self.env.grow()
 
-    def _wait_cache_ahead(self) -> None:
-        """Nosync: wait for the thread that caches the next batch's pages (it reads the
+    def _wait_after_commit(self) -> None:
+        """Nosync: wait for the thread that works after a commit (it reads the
         environment: before the map grows or the environment closes)."""
-        if self._cache_ahead is not None:
-            self._cache_ahead.wait()
+        if self._after_commit is not None:
+            self._after_commit.wait()
 
     def _settle_commit(self) -> None:
         """Wait for the flush of the last commit (on its own thread) and let go of its pin."""

@@ -6,7 +6,7 @@ harness), and prints one JSON line: the writes' mean / p50 / p95 / p99 / p99.9 /
 max in ms and last/first tenth (lakebench.results.stats), the batch commits
 (``LmdbStore.batch_commits``: their time on the writer's thread, and, durable,
 their flushes on a thread of their own), the same figures of the writes that
-follow a batch commit, the writing thread's major page faults (all writes', and those
+commit a batch and of those that follow a batch commit, the writing thread's major page faults (all writes', and those
 of the writes after a commit), the process's private memory at the end (RssAnon), and
 the ten slowest writes.
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
@@ -90,6 +90,9 @@ def main() -> int:
     print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
                       "write_back": args.write_back,
                       **latency_summary(seconds),
+                      # the writes that committed a batch (the commit on the writing thread, in them)
+                      "committing_ms": latency_summary([seconds[i] for i in sorted(committing)])["per_resource_ms"]
+                      if committing else None,
                       # the write that follows each batch commit (it meets the commit's flush)
                       "after_commit_ms": latency_summary(after)["per_resource_ms"] if after else None,
                       # a write's first touch of a page the page cache lacks (a new page of the

@@ -275,6 +275,7 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert (report["batch_commits"]["flush_seconds"] is None) == (mode == "nosync")
     assert report["rss_anon_bytes"] > 0
     assert 0 <= report["after_commit_major_faults"] <= report["major_faults"]
+    assert report["committing_ms"]["max"] <= report["per_resource_ms"]["max"] and len(report["slowest"]) == 10
     assert report["cache_ahead"] > 0 and report["write_back"] is True
     assert not (tmp_path / "s").exists()
 

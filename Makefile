@@ -32,7 +32,7 @@ docs: $(STAMP)
 	$(VENV)/bin/lakebench report docs/runs/versions --out docs/performance/versions --title "Measured: versions taken, listed and read"
 	$(VENV)/bin/lakebench report docs/runs/scale --out docs/performance/scale --title "Measured: where each system stops, a thousand to a million children"
 	$(VENV)/bin/lakebench report docs/runs/durable-million --out docs/performance/durable-million --title "Measured: the durable store at a million children, its commits flushed aside"
-	$(VENV)/bin/lakebench report docs/runs/nosync-million --out docs/performance/nosync-million --title "Measured: the unsynced store at a million children, its new pages cached ahead"
+	$(VENV)/bin/lakebench report docs/runs/nosync-million --out docs/performance/nosync-million --title "Measured: the unsynced store at a million children, its commits written back"
 	$(VENV)/bin/lakebench report docs/runs/http-million --out docs/performance/http-million --title "Measured: the server at a million children"
 	$(VENV)/bin/lakebench report docs/runs/three-million --out docs/performance/three-million --title "Measured: three million children, private memory"
 	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html

@@ -402,12 +402,12 @@ def test_what_the_unsynced_million_shows():
     def ingest(entry):
         return [s["rss_anon_bytes"] for s in entry["samples"][0] if s["phase"] == "ingest"]
     assert max(ingest(ahead)) < 400e6 and ingest(ahead)[-1] < ingest(sweep)[-1]
-    # the slowest thousandth slower than the sweep's, and above all the slowest write
+    # the slowest thousandth faster than the sweep's, the slowest write slower
     p999, most = (ahead["per_resource_ms"][k] / sweep["per_resource_ms"][k] for k in ("p999", "max"))
-    assert 1 < p999 < most
-    # the parent read back slower, the first read most of all, as the durable million's was
-    slower = [ahead["parent"][k] / sweep["parent"][k] for k in ("seconds", "first_seconds")]
-    assert 1 < slower[0] < slower[1]
+    assert p999 < 1 < most
+    # the first read of the parent slower, as the durable million's was; the steady reads faster
+    steady, first_read = (ahead["parent"][k] / sweep["parent"][k] for k in ("seconds", "first_seconds"))
+    assert steady < 1 < first_read
     if "durable-million" in RUNS:
         (durable,) = results.load(RUNS_DIR / "durable-million")["systems"]
         assert durable["parent"]["first_seconds"] > _cases("scale")[("lmdb", 1_000_000)]["parent"]["first_seconds"]

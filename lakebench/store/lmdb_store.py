@@ -148,14 +148,18 @@ def _thread_bytes_written() -> int | None:
 
 
 def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool) -> None:
-    """The unsynced store's work after a batch commit, off the writing thread: the committed
-    pages' write-back started first (the sooner it runs, the fewer of the next batch's pages
-    it finds dirty, writes, and leaves to be faulted in again), then the next batch's new
-    pages cached ahead."""
-    if write_back:
-        env.start_write_back()
+    """The unsynced store's work after a batch commit, off the writing thread: the next
+    batch's new pages cached ahead first, then the committed pages' write-back started.
+    In that order because the write-back fills the disk's queue with writes: a cache
+    ahead after it read its pages behind them, while the next batch's first writes
+    faulted on the pages not yet read (``scripts/durable-commit.py``, 400,000 unsynced
+    children: the write after a commit took 6.1 and 6.6 ms on average in two runs, with
+    441 and 444 major faults; in this order 2.5 ms and none; without the write-back 2.0
+    and 1.8 ms)."""
     if cache_ahead > 0:
         env.cache_ahead(cache_ahead)
+    if write_back:
+        env.start_write_back()
 
 
 def map_reserve(path) -> int:

@@ -66,10 +66,9 @@ def main() -> int:
     faults = []  # the writing thread's major page faults in each write (outside its clock)
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
-                          batch_writes=args.batch_writes,
-                            write_back=args.write_back)
+                          batch_writes=args.batch_writes, write_back=args.write_back)
         store.write(lambda txn: txn.add_graph(parent))
-        committed = 0  # batch commits so far
+        committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
             major = resource.getrusage(resource.RUSAGE_THREAD).ru_majflt
@@ -91,7 +90,7 @@ def main() -> int:
     committing = {i - 1 for i in after_commit}  # the writes that committed a batch
     slowest = sorted(range(len(seconds)), key=seconds.__getitem__, reverse=True)[:10]
     print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
-                      "write_back": args.write_back, "batch_writes": args.batch_writes,
+                      "write_back": args.write_back if durability == "nosync" else None, "batch_writes": args.batch_writes,
                       **latency_summary(seconds),
                       # the writes that committed a batch (the commit on the writing thread, in them)
                       "committing_ms": latency_summary([seconds[i] for i in sorted(committing)])["per_resource_ms"]

@@ -563,19 +563,22 @@ cdef class Environment:
             self.sync(True)
 
     def start_write_back(self):
-        """Start writing the data file's pages up to the last committed page back to disk
-        (``sync_file_range``, ``SYNC_FILE_RANGE_WRITE``): the writes are not waited for,
-        and nothing is flushed.
+        """Start writing the dirty pages of the data file's used part (up to the last
+        committed page) back to disk (``sync_file_range``, ``SYNC_FILE_RANGE_WRITE``): the
+        writes are not waited for, and nothing is flushed.
 
         Why, for an unsynced store written in place: its pages are otherwise left to the
-        kernel's writeback, which starts once about a tenth of memory is dirty, and then
-        writes gigabytes of the file at once, the open batch's pages with the rest.  Each of
-        those, clean again, is write-protected, and the batch commit (LMDB clears a flag in
-        every page the batch changed) faults each one in again: thousands of faults in one
-        commit, up to 100 ms at 600,000 to 750,000 children, every ten batches.  Started
-        right after each commit, the file holds a batch or two of dirty pages, never the
-        kernel's threshold.  What this leaves: the kernel's writeback of data dirty for
-        30 s (``dirty_expire_centisecs``) still meets an open batch, about every 30 s."""
+        kernel's writeback, which starts once enough of memory is dirty (1.4 to 2.2 GB here),
+        and then writes them at once, the open batch's pages with the rest.  Each of those,
+        clean again, is write-protected, and the batch commit (LMDB clears a flag in every
+        page the batch changed) faults each one in again: thousands of faults in one commit,
+        about one commit in ten from 400,000 children on, 95 ms at 606,000.  Started after
+        each commit, the file never holds enough dirty pages to reach that point.  Its price:
+        the used part also holds the free pages the next batch reuses, and those it has
+        already changed are written too, and faulted in again by its commit.  What it leaves:
+        the kernel's writeback of data dirty for 30 s (``dirty_expire_centisecs``), and the
+        writeback that reclaim wakes once the page cache fills memory, still meet an open
+        batch (docs/store.rst, item 3)."""
         cdef int fd, rc = 0
         cdef size_t used
         self._live()

@@ -158,10 +158,12 @@ def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool)
     and 1.8 ms).  Its price: started later, the write-back finds more of the next batch's
     pages dirty, and that batch's commit faults them in again (the commits took 2.2 s in
     all, against 1.3 and 1.4 s); docs/store.rst, item 3."""
-    if cache_ahead > 0:
-        env.cache_ahead(cache_ahead)
-    if write_back:
-        env.start_write_back()
+    try:
+        if cache_ahead > 0:
+            env.cache_ahead(cache_ahead)
+    finally:  # a failed cache ahead costs only speed: the write-back still starts
+        if write_back:
+            env.start_write_back()
 
 
 def map_reserve(path) -> int:
@@ -234,8 +236,8 @@ class LmdbStore:
         # of its own (lakebench.store.commitsync).
         self._intent: CommitIntent | None = None
         self._data_sync: DataSync | None = None
-        # Nosync, written in place: after each commit, on a thread of its own, its pages'
-        # write-back started and the next batch's new pages cached.
+        # Nosync, written in place: after each commit, on a thread of its own, the next
+        # batch's new pages cached, then the commit's pages' write-back started.
         self._after_commit: AfterCommit | None = None
         self._pin: Txn | None = None      # a reader on the last flushed snapshot, until the next is
         self._failed: str | None = None   # why the store takes no more writes (a flush of data.mdb failed)

@@ -275,8 +275,9 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert (report["batch_commits"]["flush_seconds"] is None) == (mode == "nosync")
     assert report["rss_anon_bytes"] > 0
     assert 0 <= report["after_commit_major_faults"] <= report["major_faults"]
-    assert report["committing_ms"]["max"] <= report["per_resource_ms"]["max"] and len(report["slowest"]) == 10
-    assert report["cache_ahead"] > 0 and report["write_back"] is True
+    assert len(report["slowest"]) == 10 and abs(report["slowest"][0]["ms"] - report["per_resource_ms"]["max"]) < 0.001
+    assert report["committing_ms"]["p50"] > 0 and sum(s["committed"] for s in report["slowest"]) <= 1
+    assert report["cache_ahead"] > 0 and report["write_back"] is (True if mode == "nosync" else None)
     assert not (tmp_path / "s").exists()
 
 

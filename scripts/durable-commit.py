@@ -6,9 +6,9 @@ harness), and prints one JSON line: the writes' mean / p50 / p95 / p99 / p99.9 /
 max in ms and last/first tenth (lakebench.results.stats), the batch commits
 (``LmdbStore.batch_commits``: their time on the writer's thread, and, durable,
 their flushes on a thread of their own), the same figures of the writes that
-commit a batch and of those that follow a batch commit, the writing thread's major page faults (all writes', and those
-of the writes after a commit), the process's private memory at the end (RssAnon), and
-the ten slowest writes.
+commit a batch and of those that follow a batch commit, the writing thread's major
+page faults (all writes', and those of the writes after a commit), the process's
+private memory at the end (RssAnon), and the ten slowest writes.
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
 pwrite rather than through the map), ``nosync``; ``--no-write-back``: nosync, each batch
 commit's pages left to the kernel's writeback.

@@ -133,8 +133,7 @@ class ClientDriver:
         if parents != "shared":
             raise ValueError(f"--parents {parents} needs Locust's users (--driver locust); one client has one parent")
         outcome, spec, events = self.outcome, self.spec, self.events
-        latencies = outcome.series("create")
-        ingest_seconds = 0.0  # the sum of latencies so far: what the budget is spent on
+        ingest_seconds = 0.0  # the sum of the timed calls so far: what the budget is spent on
         budget = spec.budget_seconds
         checkpoint_at = set(spec.checkpoints)
         generate_cpu = 0.0  # CPU this process spent building or receiving children
@@ -153,14 +152,14 @@ class ClientDriver:
                 generate_seconds += time.perf_counter() - w0
             generate_cpu += time.process_time() - g0
             self.time("create", system.create_child, child)
-            ingest_seconds += latencies[-1]
+            ingest_seconds += outcome.last("create")
             created = index + 1
             if index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
                 events.send("progress", children=created)
             if bar is not None:
                 bar.update(1)
                 if index % 200 == 0:
-                    bar.set_postfix_str(f"last child {latencies[-1] * 1000:.2f} ms", refresh=False)
+                    bar.set_postfix_str(f"last child {outcome.last('create') * 1000:.2f} ms", refresh=False)
             if budget is not None and ingest_seconds >= budget and created < dataset.children:
                 outcome.budget_exhausted = True  # the final retrieval measures this size: no checkpoint here
                 break
@@ -173,7 +172,7 @@ class ClientDriver:
             generate_seconds = feed.stop() if outcome.budget_exhausted else feed.close()
         if bar is not None:
             bar.close()
-        events.send("progress", children=len(latencies))
+        events.send("progress", children=outcome.created())
         outcome.generate_cpu += generate_cpu
         outcome.generation = {"generation": "producer" if feed is not None else "inline",
                               "generate_seconds": round(generate_seconds, 6)}
@@ -326,7 +325,7 @@ class LocustDriver:
         if failed:
             self.outcome.errors["create"] = len(failed)
             self.outcome.first_error = f"create: {failed[0].get('error') or 'HTTP ' + str(failed[0].get('status'))}"
-        self.outcome.times["create"] = [r["seconds"] for r in records if r["ok"]]
+        self.outcome.series("create").extend(r["seconds"] for r in records if r["ok"])
         self.outcome.budget_exhausted = bool(out.get("budget_exhausted"))
         self.outcome.generation = {"generation": "users",
                                    "generate_seconds": round(out.get("generate_seconds", 0.0), 6)}

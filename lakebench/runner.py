@@ -45,7 +45,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -156,9 +156,10 @@ def _as_list(value) -> list:
 #: steps on the report's log axis, a handful per decade, few enough that the
 #: reads (each ``retrievals`` GETs of a growing parent) stay a small part of a run.
 CHECKPOINT_SERIES = tuple(m * 10**e for e in range(3, 8) for m in (1, 2, 5))
-#: A worker sends its latencies in events of this many: one event of millions would be a
-#: JSON line of tens of MB in the measured process (an in-process system's memory).
-LATENCIES_PER_EVENT = 100_000
+#: A worker sends its primary kind's times as they come, in events of this many: it keeps
+#: none of them (an in-process system's private memory is the worker's), and each event is
+#: a JSON line of a few hundred KB, built in a few milliseconds between two timed calls.
+LATENCIES_PER_EVENT = 10_000
 
 
 def checkpoint_sizes(children: int, checkpoints: str | Sequence[int] | None) -> list[int]:
@@ -176,11 +177,6 @@ def checkpoint_sizes(children: int, checkpoints: str | Sequence[int] | None) -> 
 
 
 # -- worker side -----------------------------------------------------------
-
-def latency_chunks(seconds: Sequence[float], size: int = LATENCIES_PER_EVENT) -> Iterator[list[float]]:
-    """``seconds`` in lists of at most ``size``, in order: a worker's latencies events."""
-    return (list(seconds[start:start + size]) for start in range(0, len(seconds), size))
-
 
 class _Events:
     """JSON lines to the parent over an inherited file descriptor."""
@@ -239,18 +235,24 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
 
     cpu_start = tree_cpu_seconds(pid)
     driver = drivers.DRIVERS[driver_name](spec, events)
+
+    def send_latencies(chunk: list[float]) -> None:  # lakebench's own work, as building children is
+        c0 = time.process_time()
+        events.send("latencies", seconds=chunk)
+        driver.outcome.generate_cpu += time.process_time() - c0
+
+    # The primary kind's times leave this process as they are filed; the parent computes
+    # their figures (_with_primary_figures).
+    driver.outcome.send_as_filed(workload.primary, send_latencies, LATENCIES_PER_EVENT)
     outcome = workload.run(system, driver)
+    outcome.times[workload.primary].flush()
     # Only CPU spent by the system counts: when the system runs in this very
     # process, the CPU spent generating graphs is subtracted.
     cpu_end = tree_cpu_seconds(pid)
     cpu_seconds = None if cpu_start is None or cpu_end is None else round(
         cpu_end - cpu_start - (outcome.generate_cpu if in_process else 0.0), 3)
 
-    primary = outcome.times.get(workload.primary, [])
-    for chunk in latency_chunks(primary):
-        events.send("latencies", seconds=chunk)
     created = outcome.created()
-    record.update(results.latency_summary(primary))
     record.update(
         {
             "workload": {"name": workload.name, "primary": workload.primary, "params": workload.params},
@@ -260,7 +262,7 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
             "literal_length": workload.dataset.literal_length,
             # Time spent sending requests: the sum of the per-child times when
             # they come one at a time; the wall time when users overlap them.
-            "ingest_seconds": round(sum(outcome.times.get("create", ())) if record.get("users", 1) == 1
+            "ingest_seconds": round(outcome.total_seconds("create") if record.get("users", 1) == 1
                                     else outcome.ingest_wall, 6),
             "ingest_wall_seconds": round(outcome.ingest_wall, 6),
             **outcome.generation,
@@ -273,7 +275,10 @@ def _measure(system, workload, spec: RunSpec, events: _Events) -> dict:
                 **({"variants_seconds": outcome.variants} if outcome.variants else {}),
                 **({"paged": outcome.paged} if outcome.paged else {}),
             },
-            "operations": results.operations_summary(outcome.times, outcome.errors),
+            # The primary kind's entry is the parent's (_with_primary_figures); here, its errors only.
+            "operations": results.operations_summary(
+                {kind: seconds for kind, seconds in outcome.times.items() if kind != workload.primary},
+                outcome.errors),
             "checkpoints": outcome.checkpoints,
             "checkpoint_seconds": round(outcome.checkpoint_seconds, 6),
             "cpu_seconds": cpu_seconds,
@@ -407,6 +412,7 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
         except Exception:  # the registry error is already the run's error
             pass
     else:
+        _with_primary_figures(record, latencies)
         record["status"] = "ok"
         record["error"] = None
         # Unknown (None) when the system's process is not ours to watch.
@@ -418,6 +424,16 @@ def run_one(config: RunConfig, name: str, run_index: int, data_root: Path,
     if not config.keep_data:
         shutil.rmtree(data_dir, ignore_errors=True)
     return record, latencies
+
+
+def _with_primary_figures(record: dict, seconds: list[float]) -> None:
+    """Add to a worker's ``record`` the figures of its workload's primary kind, from ``seconds``, the
+    times it sent on (it kept none): ``per_resource_ms``, ``growth`` and the kind's ``operations`` entry."""
+    primary = record["workload"]["primary"]
+    others = record["operations"]
+    errors = (others.pop(primary, None) or {}).get("errors", 0)
+    record.update(results.latency_summary(seconds))
+    record["operations"] = {**results.operations_summary({primary: seconds}, {primary: errors}), **others}
 
 
 def worker_environment(access: HttpAccess, environ: dict | None = None) -> dict[str, str]:

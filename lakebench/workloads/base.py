@@ -14,6 +14,7 @@ client listing the container waits for.
 from __future__ import annotations
 
 import argparse
+import math
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
@@ -62,6 +63,50 @@ class Param:
         return values
 
 
+class SentSeries:
+    """The seconds of one operation kind, sent on in chunks as they come instead of kept.
+
+    ``send(chunk)`` gets each ``every`` of them as a list, in order; :meth:`flush` sends the rest.
+    What is kept is their count, their sum and the last one: the times of a workload's primary
+    kind (a million children are a million times) then take none of an in-process system's
+    private memory, which is the worker's (8 bytes a time kept in an array: 24 MB at three
+    million).  The runner's own process collects the chunks and computes their figures.
+    """
+
+    def __init__(self, send: Callable[[list[float]], None], every: int):
+        self._send = send
+        self._every = every
+        self._pending = array("d")
+        self._sent = 0
+        self._sent_sums: list[float] = []  # math.fsum of each chunk sent: the total stays exact
+        self.last = math.nan  # the newest time, nan before the first
+
+    def append(self, seconds: float) -> None:
+        self._pending.append(seconds)
+        self.last = seconds
+        if len(self._pending) >= self._every:
+            self.flush()
+
+    def extend(self, values) -> None:
+        for seconds in values:
+            self.append(seconds)
+
+    def flush(self) -> None:
+        """Send what is pending (nothing when nothing is)."""
+        if self._pending:
+            chunk, self._pending = self._pending, array("d")
+            self._sent += len(chunk)
+            self._sent_sums.append(math.fsum(chunk))
+            self._send(chunk.tolist())
+
+    def total(self) -> float:
+        """The sum of every time filed, sent or not."""
+        return math.fsum([*self._sent_sums, *self._pending])
+
+    def __len__(self) -> int:
+        return self._sent + len(self._pending)
+
+
 @dataclass
 class Outcome:
     """What a driver measured on one system: raw times, counts, and how it went.
@@ -69,10 +114,13 @@ class Outcome:
     ``times`` maps an operation kind (``"create"``, ``"get parent"``,
     ``"put binary"``, ...) to the seconds of each operation of that kind, in
     the order they ran; every figure of a run is computed from them by
-    :func:`lakebench.results.stats.operations_summary`.  A driver files them
-    through :meth:`series`: an array of doubles, 8 bytes a time where a list
-    of floats takes 32, since an in-process system shares this process's
-    private memory with them (24 MB more per million children as a list).
+    :mod:`lakebench.results.stats`.  A driver files them through
+    :meth:`series`: an array of doubles, 8 bytes a time where a list of
+    floats takes 32, since an in-process system shares this process's
+    private memory with them; or, for a kind given to :meth:`send_as_filed`
+    (the runner's for the workload's primary kind), a :class:`SentSeries`,
+    which keeps none of them.  Readers ask :meth:`count`, :meth:`last` and
+    :meth:`total_seconds`, which both kinds of series answer.
     """
 
     times: dict[str, Sequence[float]] = field(default_factory=dict)
@@ -95,13 +143,33 @@ class Outcome:
     paged: dict | None = None  # the parent walked in pages: the record's ``parent.paged``
     details: dict = field(default_factory=dict)  # the workload's own record fields
 
-    def series(self, kind: str) -> array:
+    def series(self, kind: str) -> array | SentSeries:
         """The seconds filed under ``kind``, to append to (created empty)."""
         return self.times.setdefault(kind, array("d"))
 
+    def send_as_filed(self, kind: str, send: Callable[[list[float]], None], every: int) -> None:
+        """From now on, send the seconds of ``kind`` on as they are filed (:class:`SentSeries`)."""
+        if kind in self.times:
+            raise ValueError(f"{kind!r} already has times kept here")
+        self.times[kind] = SentSeries(send, every)
+
+    def count(self, kind: str) -> int:
+        """How many operations of ``kind`` were timed."""
+        return len(self.times.get(kind, ()))
+
+    def last(self, kind: str) -> float:
+        """The seconds of the newest operation of ``kind`` (there must be one)."""
+        series = self.times[kind]
+        return series.last if isinstance(series, SentSeries) else series[-1]
+
+    def total_seconds(self, kind: str) -> float:
+        """The seconds of every operation of ``kind``, summed."""
+        series = self.times.get(kind, ())
+        return series.total() if isinstance(series, SentSeries) else math.fsum(series)
+
     def created(self) -> int:
         """Children created (the ingest's timed operations)."""
-        return len(self.times.get("create", ()))
+        return self.count("create")
 
 
 class Workload:

@@ -124,7 +124,7 @@ class Binaries(Workload):
             data = driver.time(_GENERATE, build, index)
             driver.time(PUT, system.create_binary, self.path(index), data, CONTENT_TYPE)
             del data  # one binary in memory at a time
-            put_seconds += outcome.times[PUT][-1]
+            put_seconds += outcome.last(PUT)
             if bar is not None:
                 bar.update(1)
             if budget is not None and put_seconds >= budget and index + 1 < count:
@@ -159,23 +159,23 @@ class Binaries(Workload):
 
     def record(self, outcome: Outcome, system) -> dict:
         size = self.params["binary_size"]
-        puts, gets = outcome.times.get(PUT, []), outcome.times.get(GET, [])
+        puts, put_seconds = outcome.count(PUT), outcome.total_seconds(PUT)
         details = outcome.details
         return {
             # The container's children are the binaries: the table's running time and
             # children are theirs (the seed's graphs were not sent).
-            "children": len(puts),
-            "ingest_seconds": round(sum(puts), 6),
+            "children": puts,
+            "ingest_seconds": round(put_seconds, 6),
             "binaries": {
                 "size_bytes": size,
-                "count": len(puts),
-                "put_mb_per_s": mb_per_s(len(puts) * size, sum(puts)),
-                "get_mb_per_s": mb_per_s(details["received_bytes"], sum(gets)),
+                "count": puts,
+                "put_mb_per_s": mb_per_s(puts * size, put_seconds),
+                "get_mb_per_s": mb_per_s(details["received_bytes"], outcome.total_seconds(GET)),
                 "sampled": details["sampled"],
                 "verified": details["verified"],
                 "mismatched": details["mismatched"],
             },
             # The sample read back is sent as much as the binaries: held "verified" below it is data lost.
-            "sent": {"binaries": len(puts), "bytes": len(puts) * size, "verified": details["sampled"]},
+            "sent": {"binaries": puts, "bytes": puts * size, "verified": details["sampled"]},
             "held": {"binaries": count_containment(outcome.retrieval), "verified": details["verified"]},
         }

@@ -164,7 +164,7 @@ class Deep(Workload):
         root, seed = self.dataset.parent, self.dataset.seed
         # RDF leaf k is child k of the data set, as many children as there are leaves.
         graphs = dataclasses.replace(self.dataset, children=tree.leaves) if leaf == "rdf" else None
-        times = driver.outcome.times
+        outcome = driver.outcome
         pick = random.Random(f"lakebench:deep:{seed}:reads")
         middle = tree.middle(root)
         containers = leaves = reads = verified = 0
@@ -173,9 +173,9 @@ class Deep(Workload):
 
         def timed(kind, call, *args):
             """One operation through the driver; (its result, its seconds), (None, None) if refused."""
-            before = len(times.get(kind, ()))
+            before = outcome.count(kind)
             result = driver.attempt(kind, call, *args)
-            return (result, times[kind][-1]) if len(times.get(kind, ())) > before else (None, None)
+            return (result, outcome.last(kind)) if outcome.count(kind) > before else (None, None)
 
         def measure():
             nonlocal reads, verified
@@ -232,7 +232,7 @@ class Deep(Workload):
         driver.outcome.details = {
             # The tree is the workload's "children": the table's running time and size are its.
             "children": containers,
-            "ingest_seconds": round(sum(driver.outcome.times.get("create container", ())), 6),
+            "ingest_seconds": round(outcome.total_seconds("create container"), 6),
             "sent": {"containers": containers, "leaves": leaves, "leaf_reads": reads},
             "held": {**held, "leaf_reads": verified},
             "deep": {"depth": tree.depth, "fan_out": tree.fan_out, "leaf": leaf, "containers": containers,

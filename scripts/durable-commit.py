@@ -8,7 +8,10 @@ max in ms and last/first tenth (lakebench.results.stats), the batch commits
 their flushes on a thread of their own), the same figures of the writes that
 commit a batch and of those that follow a batch commit, the writing thread's major
 page faults (all writes', and those of the writes after a commit), the process's
-private memory at the end (RssAnon), and the ten slowest writes.
+private memory at the end (RssAnon), and the ten slowest writes, each (when it took
+``--slow-ms`` or more) with where its time went on the writing thread: on a processor,
+waiting for one (the run queue), and neither (asleep: the disk, a lock; or taken by the
+hypervisor), and its context switches and page faults; ``slow_writes`` sums those.
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
 pwrite rather than through the map), ``nosync``; ``--no-write-back``: nosync, each batch
 commit's pages left to the kernel's writeback.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import sys
@@ -44,6 +48,24 @@ def private_memory_bytes() -> int:
     raise RuntimeError("no RssAnon in /proc/self/status")
 
 
+class ThreadClock:
+    """The calling thread's nanoseconds on a processor (its CPU clock), in the run queue
+    (``/proc/thread-self/schedstat``, brought up to date each time the thread is switched
+    in) and its ``getrusage`` counters."""
+
+    def __init__(self):
+        self._fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+
+    def read(self) -> tuple[int, ...]:
+        run_queue = int(os.pread(self._fd, 128, 0).split()[1])
+        usage = resource.getrusage(resource.RUSAGE_THREAD)
+        return (time.thread_time_ns(), run_queue, usage.ru_nvcsw, usage.ru_nivcsw, usage.ru_minflt,
+                usage.ru_majflt)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--children", type=int, default=150_000, help="children to write (default 150,000)")
@@ -57,13 +79,18 @@ def main() -> int:
     parser.add_argument("--no-write-back", dest="write_back", action="store_false",
                         help="nosync: leave each batch commit's pages to the kernel's writeback rather "
                              "than start writing them back after the commit (LmdbStore's write_back)")
+    parser.add_argument("--slow-ms", type=float, default=10.0,
+                        help="a write that took this long or more keeps its thread's accounting (default 10)")
     args = parser.parse_args()
+    slow_seconds = args.slow_ms / 1000
     durability, writemap = MODES[args.mode]
     shutil.rmtree(args.dir, ignore_errors=True)
     dataset = DataSet(children=args.children)
     parent, contains = iri(dataset.parent_uri), iri(LDP_CONTAINS)
     seconds, after_commit = [], []
     faults = []  # the writing thread's major page faults in each write (outside its clock)
+    slow = {}  # write index -> its thread's accounting, for the writes of --slow-ms or more
+    clock = ThreadClock()
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back)
@@ -71,11 +98,14 @@ def main() -> int:
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
-            major = resource.getrusage(resource.RUSAGE_THREAD).ru_majflt
+            before = clock.read()
             began = time.perf_counter()
             store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
             seconds.append(time.perf_counter() - began)
-            faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_majflt - major)
+            after = clock.read()
+            faults.append(after[5] - before[5])
+            if seconds[-1] >= slow_seconds:
+                slow[i] = [a - b for a, b in zip(after, before)]
             if store.batch_commits["count"] != committed:  # this write committed the batch
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
@@ -85,10 +115,21 @@ def main() -> int:
         store.close()
         commits = store.batch_commits  # the last one at close included
     finally:
+        clock.close()
         shutil.rmtree(args.dir, ignore_errors=True)
     after = [seconds[i] for i in after_commit if i < len(seconds)]
     committing = {i - 1 for i in after_commit}  # the writes that committed a batch
     slowest = sorted(range(len(seconds)), key=seconds.__getitem__, reverse=True)[:10]
+
+    def accounted(i: int) -> dict:
+        """Where write ``i``'s time went on its thread (for a write of --slow-ms or more)."""
+        if i not in slow:
+            return {}
+        on_cpu, run_queue, voluntary, involuntary, minor, _ = slow[i]
+        return {"on_cpu_ms": round(on_cpu / 1e6, 3), "run_queue_ms": round(run_queue / 1e6, 3),
+                "asleep_ms": round(seconds[i] * 1000 - (on_cpu + run_queue) / 1e6, 3),
+                "switches": {"voluntary": voluntary, "involuntary": involuntary}, "minor_faults": minor}
+
     print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
                       "write_back": args.write_back if durability == "nosync" else None, "batch_writes": args.batch_writes,
                       **latency_summary(seconds),
@@ -102,9 +143,15 @@ def main() -> int:
                       "major_faults": sum(faults),
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),
                       "batch_commits": commits, "rss_anon_bytes": private,
-                      # the ten slowest writes: which child, how long, whether it committed a batch
+                      # writes of --slow-ms or more, by where their time went
+                      "slow_writes": {"count": len(slow),
+                                      "on_cpu_ms": round(sum(s[0] for s in slow.values()) / 1e6, 1),
+                                      "run_queue_ms": round(sum(s[1] for s in slow.values()) / 1e6, 1),
+                                      "ms": round(sum(seconds[i] for i in slow) * 1000, 1)},
+                      # the ten slowest writes: which child, how long, whether it committed a batch,
+                      # and where the time went on the writing thread
                       "slowest": [{"child": i + 1, "ms": round(seconds[i] * 1000, 3), "committed": i in committing,
-                                   "major_faults": faults[i]} for i in slowest]}))
+                                   "major_faults": faults[i], **accounted(i)} for i in slowest]}))
     return 0
 
 

@@ -267,8 +267,8 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable
 def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     import json
 
-    out = subprocess.run([sys.executable, SCRIPT, "--children", "1100", "--mode", mode, "--dir", str(tmp_path / "s")],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, SCRIPT, "--children", "1100", "--mode", mode, "--dir", str(tmp_path / "s"),
+                          "--slow-ms", "0"], capture_output=True, text=True, check=True)
     report = json.loads(out.stdout)
     assert report["children"] == 1100 and 0 < report["per_resource_ms"]["p50"] <= report["per_resource_ms"]["max"]
     assert report["batch_commits"]["count"] == 2   # 1,024 writes, then the rest at close
@@ -278,6 +278,12 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert len(report["slowest"]) == 10 and abs(report["slowest"][0]["ms"] - report["per_resource_ms"]["max"]) < 0.001
     assert report["committing_ms"]["p50"] > 0 and sum(s["committed"] for s in report["slowest"]) <= 1
     assert report["cache_ahead"] > 0 and report["write_back"] is (True if mode == "nosync" else None)
+    # --slow-ms 0: every write's time accounted on its thread (on a processor, waiting for one, asleep)
+    assert report["slow_writes"]["count"] == 1100 and report["slow_writes"]["on_cpu_ms"] > 0
+    for write in report["slowest"]:
+        assert write["on_cpu_ms"] > 0 and write["run_queue_ms"] >= 0 and write["switches"]["voluntary"] >= 0
+        # one thread: neither its time on a processor nor its wait for one outlasts the write
+        assert write["on_cpu_ms"] + write["run_queue_ms"] <= write["ms"] + 0.5  # (the two read apart)
     assert not (tmp_path / "s").exists()
 
 

@@ -274,8 +274,13 @@ def test_what_three_million_children_show():
     ingest = [(s["children"], s["rss_anon_bytes"]) for s in entry["samples"][0] if s["phase"] == "ingest"]
     assert ingest[-1][0] == 3_000_000 and max(b for _, b in ingest) < 400e6
     before_a_million = max(b for n, b in ingest if 500_000 <= n < 1_000_000)
-    last_million = max(b for n, b in ingest if n >= 2_000_000)
-    assert before_a_million < last_million < (1 + 1 / 6) * before_a_million
+    second_million = max(b for n, b in ingest if 1_000_000 < n <= 2_000_000)  # after the read at 1,000,000
+    last_million = max(b for n, b in ingest if n > 2_000_000)  # after the read at 2,000,000
+    assert last_million < 1.05 * before_a_million  # flat
+    assert last_million < second_million < 1.1 * before_a_million
+    retrieve = max(s["rss_anon_bytes"] for s in entry["samples"][0] if s["phase"] == "retrieve")
+    assert retrieve == entry["peak_rss_anon_bytes"] > 100e6 + last_million  # the parent's Turtle, held whole
+    assert entry["parent"]["bytes"] > 100e6
     assert entry["growth"]["ratio"] > 1.5  # not flat in time
     parent = entry["parent"]
     assert parent["containment_triples"] == 3_000_000 and parent["first_seconds"] > 1 > parent["seconds"]

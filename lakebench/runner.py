@@ -14,7 +14,10 @@ data directory, so its memory and disk figures are its own:
 
 Meanwhile the parent process samples the system's process (the worker, or a
 server the system started) with :class:`lakebench.monitor.Monitor`.  The
-worker reports to the parent as JSON lines on a private pipe.  A system
+worker reports to the parent as JSON lines on a private pipe: phases,
+progress, its record, and the times of the workload's primary kind as they
+are taken, which it does not keep (in process, its memory is the system's):
+the parent computes their figures.  A system
 that cannot take the workload (an in-process store and binaries) is not
 run: its entry says "not applicable".
 

@@ -28,7 +28,9 @@ process's private memory.  A map written in place is a SIGBUS on a full
 disk wherever the file has no block, so its file is allocated ahead of what
 a write may take (:meth:`~lakebench._store.Environment.ensure_room`, before
 each write of the batch): a full disk is ENOSPC there, which
-:class:`NoSpaceError` reports, before the write changes anything.
+:class:`NoSpaceError` reports, before the write changes anything.  After
+each batch commit a thread of its own allocates further ahead, so that the
+writer's check finds the blocks there (:func:`_room_ahead`).
 
 **No remap on the write path.**  A writer opened without a ``map_size``
 reserves a map as large as the file system (:func:`map_reserve`): address
@@ -57,6 +59,7 @@ from lakebench._store import (
     LmdbError,
     MapFullError,
     ParseError,
+    WRITEMAP_STEP,
     StoreError,
     Txn,
 )
@@ -92,6 +95,10 @@ _MAX_GROWTHS = 24
 #: What one write's long terms may take beyond the batch's, in a map written in place: twice
 #: a body of 32 MiB (the server takes 16 MiB at most).
 _WRITE_ROOM = 64 << 20
+#: After each batch commit, a map written in place has its file's blocks allocated this
+#: much past what the writer's own ``ensure_room`` asks for, off the writing thread
+#: (:func:`_room_ahead`): a write then finds them there, and allocates none itself.
+_ROOM_AHEAD = 2 * _WRITE_ROOM + WRITEMAP_STEP
 #: A batch is committed after this many logged writes, or this many bytes of log.
 #: 1,024 was chosen when a batch's commit rewrote most leaves of the hash index
 #: t2i whatever its size (at 30,000 children, per child 0.96 ms at 256, 0.73 at
@@ -147,10 +154,25 @@ def _thread_bytes_written() -> int | None:
     return None
 
 
+def _room_ahead(env: Environment, cache_ahead: int) -> None:
+    """Work for the next batches of a map written in place, off the writing thread: the
+    file's blocks allocated ahead (``posix_fallocate``, which waited 51 ms for the file
+    system's block bitmap, read behind the disk's queue of writes, on the writing thread
+    once in 600,000 unsynced children; ``scripts/durable-commit.py``), then, with a
+    ``cache_ahead``, its new pages brought into the page cache.  A failed allocation
+    (a full disk) costs nothing here: the writer's own ``ensure_room`` meets it again,
+    before the write that needs the room, and reports it."""
+    try:
+        env.ensure_room(_ROOM_AHEAD)
+    finally:
+        if cache_ahead > 0:
+            env.cache_ahead(cache_ahead)
+
+
 def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool) -> None:
     """The unsynced store's work after a batch commit, off the writing thread: the next
-    batch's new pages cached ahead first, then the committed pages' write-back started.
-    In that order because the write-back fills the disk's queue with writes: a cache
+    batch's blocks allocated and its new pages cached ahead first (:func:`_room_ahead`),
+    then the committed pages' write-back started.  In that order because the write-back fills the disk's queue with writes: a cache
     ahead after it read its pages behind them, while the next batch's first writes
     faulted on the pages not yet read (``scripts/durable-commit.py``, 400,000 unsynced
     children: the write after a commit took 6.1 and 6.6 ms on average in two runs, with
@@ -159,9 +181,8 @@ def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool)
     pages dirty, and that batch's commit faults them in again (the commits took 2.2 s in
     all, against 1.3 and 1.4 s); docs/store.rst, item 3."""
     try:
-        if cache_ahead > 0:
-            env.cache_ahead(cache_ahead)
-    finally:  # a failed cache ahead costs only speed: the write-back still starts
+        _room_ahead(env, cache_ahead)
+    finally:  # a failed allocation or cache ahead costs only speed: the write-back still starts
         if write_back:
             env.start_write_back()
 
@@ -306,9 +327,9 @@ class LmdbStore:
                 # The first intent names the snapshot as opened: flushed, whatever wrote it
                 # (a nosync writer may not have).
                 self.env.sync(True)
-                ahead = functools.partial(self.env.cache_ahead, cache_ahead) if cache_ahead > 0 else None
+                ahead = functools.partial(_room_ahead, self.env, cache_ahead) if self.env.writemap else None
                 self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=ahead)
-            elif log and self.env.writemap and (cache_ahead > 0 or write_back):
+            elif log and self.env.writemap:
                 self._after_commit = AfterCommit(
                     functools.partial(_after_unsynced_commit, self.env, cache_ahead, write_back))
             if self._log is not None:

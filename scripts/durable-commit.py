@@ -34,7 +34,7 @@ import time
 from lakebench._store import CACHE_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary
-from lakebench.store import DEFAULT_BATCH_WRITES, LmdbStore
+from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, LmdbStore
 from lakebench.store.terms import iri
 
 MODES = {"durable": ("durable", None), "durable-pwrite": ("durable", False), "nosync": ("nosync", None)}
@@ -74,8 +74,9 @@ def main() -> int:
     parser.add_argument("--cache-ahead", type=int, default=CACHE_AHEAD,
                         help="bytes past the last committed page cached after each batch commit "
                              f"(LmdbStore's cache_ahead; default {CACHE_AHEAD:,}; 0: none)")
-    parser.add_argument("--batch-writes", type=int, default=DEFAULT_BATCH_WRITES,
-                        help=f"writes a batch commits at most (LmdbStore's batch_writes; default {DEFAULT_BATCH_WRITES:,})")
+    parser.add_argument("--batch-writes", type=int, default=None,
+                        help="writes a batch commits at most (LmdbStore's batch_writes; default the store's: "
+                             f"{DEFAULT_BATCH_WRITES:,} durable, {UNSYNCED_BATCH_WRITES:,} nosync)")
     parser.add_argument("--no-write-back", dest="write_back", action="store_false",
                         help="nosync: leave each batch commit's pages to the kernel's writeback rather "
                              "than start writing them back after the commit (LmdbStore's write_back)")
@@ -94,6 +95,7 @@ def main() -> int:
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back)
+        batch_writes = store.batch_writes
         store.write(lambda txn: txn.add_graph(parent))
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
         for i, child in enumerate(dataset):
@@ -131,7 +133,7 @@ def main() -> int:
                 "switches": {"voluntary": voluntary, "involuntary": involuntary}, "minor_faults": minor}
 
     print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
-                      "write_back": args.write_back if durability == "nosync" else None, "batch_writes": args.batch_writes,
+                      "write_back": args.write_back if durability == "nosync" else None, "batch_writes": batch_writes,
                       **latency_summary(seconds),
                       # the writes that committed a batch (the commit on the writing thread, in them)
                       "committing_ms": latency_summary([seconds[i] for i in sorted(committing)])["per_resource_ms"]

@@ -108,6 +108,15 @@ _ROOM_AHEAD = 2 * _WRITE_ROOM + WRITEMAP_STEP
 #: t2i's sweep about 2,300 more on average at 100,000 children
 #: (docs/store-history.rst, "Durable writes at scale").
 DEFAULT_BATCH_WRITES = 1024
+#: The unsynced store's batch is smaller: its commit is never flushed, and its cost on
+#: the writing thread is what a write waits for.  The kernel's writeback still cleans an
+#: open batch's pages now and then (a file dirty for 30 s is written whole), and the
+#: commit faults each of them in again: the fewer a batch holds, the shorter that wait.
+#: A million unsynced children (scripts/durable-commit.py, one run each, docs/store.rst):
+#: at 1,024, writes that commit took 7.7 ms at the median and up to 104 ms, and 982
+#: writes took 5 ms or more; at 256, 3.4 ms and up to 33 ms, and 148 writes; the mean
+#: write the same within the runs' noise.
+UNSYNCED_BATCH_WRITES = 256
 DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random
 #: keys made each batch commit rewrite most of its leaves) until a commit
@@ -221,6 +230,8 @@ class LmdbStore:
     ``cache_ahead``: with the batch written in place, the bytes of the file past
     the last committed page brought into the page cache after each batch commit,
     on a thread of its own (``Environment.cache_ahead``); 0: none.
+    ``batch_writes``: the writes a batch commits at most; default (None):
+    DEFAULT_BATCH_WRITES durable, UNSYNCED_BATCH_WRITES unsynced.
     ``write_back``: unsynced, with the batch written in place, each batch commit's pages
     sent to disk right after it, on that thread (``Environment.start_write_back``: the
     kernel's writeback of gigabytes of dirty pages at once would otherwise clean the open
@@ -229,7 +240,7 @@ class LmdbStore:
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
                  map_size: int | None = None, log: bool | None = None,
-                 batch_writes: int = DEFAULT_BATCH_WRITES, batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 batch_writes: int | None = None, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
                  waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: bool = True):
@@ -282,6 +293,8 @@ class LmdbStore:
         self._commit_after = 0.0
         self._commit_pause = 0.0
         self._rebuilds = 0
+        if batch_writes is None:
+            batch_writes = DEFAULT_BATCH_WRITES if durability is Durability.DURABLE else UNSYNCED_BATCH_WRITES
         self.batch_writes = max(1, batch_writes)
         self.batch_bytes = batch_bytes
         self.env = None

@@ -399,17 +399,20 @@ def test_what_the_unsynced_million_shows():
     sweep = _cases("scale")[("lmdb-nosync", 1_000_000)]
     assert ahead["status"] == sweep["status"] == "ok" and ahead["children"] == sweep["children"] == 1_000_000
     assert not ahead["budget_exhausted"]
-    # a lower mean; both tenths a little faster than the sweep's, by about the same share
+    # a lower mean; both tenths faster than the sweep's, the last by a little more
     assert _mean(ahead) < _mean(sweep)
     first, last = (ahead["growth"][k] / sweep["growth"][k] for k in ("first_10pct_ms", "last_10pct_ms"))
-    assert 0.9 < first < 1 and 0.9 < last < 1 and abs(ahead["growth"]["ratio"] / sweep["growth"]["ratio"] - 1) < 0.02
-    # private memory under 400 MB through the ingest, and lower at its end than the sweep's
+    assert 0.75 < last < first < 1 and 1.2 < ahead["growth"]["ratio"] < sweep["growth"]["ratio"]
+    # private memory under 400 MB through the ingest, and lower at its end than the sweep's; its
+    # peak (the parent's reads) under 400 MB too, and lower than the sweep's
     def ingest(entry):
         return [s["rss_anon_bytes"] for s in entry["samples"][0] if s["phase"] == "ingest"]
     assert max(ingest(ahead)) < 400e6 and ingest(ahead)[-1] < ingest(sweep)[-1]
-    # the slowest thousandth slower than the sweep's, and above all the slowest write
-    p999, most = (ahead["per_resource_ms"][k] / sweep["per_resource_ms"][k] for k in ("p999", "max"))
-    assert 1 < p999 < most
+    assert ahead["peak_rss_anon_bytes"] < 400e6 and ahead["peak_rss_anon_bytes"] < sweep["peak_rss_anon_bytes"]
+    # the slowest thousandth faster than the sweep's (and within the goal of 5 ms); the slowest write
+    # slower (and over the goal of 50 ms)
+    assert ahead["per_resource_ms"]["p999"] < min(5, sweep["per_resource_ms"]["p999"])
+    assert ahead["per_resource_ms"]["max"] > max(50, sweep["per_resource_ms"]["max"])
     # the first read of the parent slower, as the durable million's was; the steady reads faster
     steady, first_read = (ahead["parent"][k] / sweep["parent"][k] for k in ("seconds", "first_seconds"))
     assert steady < 1 < first_read

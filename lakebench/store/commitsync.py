@@ -316,9 +316,10 @@ class DataSync(_OneThread):
 
 class AfterCommit(_OneThread):
     """Runs ``work`` on a thread of its own after an unflushed batch commit: for the unsynced
-    store, the next batch's new pages cached ahead (``Environment.cache_ahead``, what the
-    durable store's :class:`DataSync` does after each flush), then the committed pages'
-    write-back started (``Environment.start_write_back``).  One at a time: a start while the last one runs
+    store, the next batches' blocks allocated and their new pages cached ahead
+    (``Environment.ensure_room`` and ``cache_ahead``, what the durable store's
+    :class:`DataSync` does after each flush), then the committed pages' write-back started
+    (``Environment.start_write_back``).  One at a time: a start while the last one runs
     is skipped, the next commit starts another.  :meth:`wait` before the map grows (mapped
     again, while ``work`` reads the environment's meta page) or the environment closes."""
 

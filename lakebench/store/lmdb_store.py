@@ -19,9 +19,10 @@ owns a store's log at a time; ``log=False`` gives LMDB's plain commit
 per write instead (several processes may then write one store).
 
 ``durability="nosync"`` takes the same path without the flushes, in one log
-file; each batch commit's pages are sent to disk right after it, off the
-writing thread and not waited for, so that the kernel never holds enough
-of them dirty to write the open batch's.  Both batches write their pages in place through LMDB's memory map (MDB_WRITEMAP):
+file, with a smaller batch (:data:`UNSYNCED_BATCH_WRITES`); each batch
+commit's pages are sent to disk right after it, off the writing thread and
+not waited for, so that the kernel never holds enough of them dirty to
+write the open batch's.  Both batches write their pages in place through LMDB's memory map (MDB_WRITEMAP):
 a batch commit then has no pages to copy out (a tenth of the commit's time
 at 100,000 children), and the dirty pages are the file's, not the
 process's private memory.  A map written in place is a SIGBUS on a full
@@ -59,9 +60,9 @@ from lakebench._store import (
     LmdbError,
     MapFullError,
     ParseError,
-    WRITEMAP_STEP,
     StoreError,
     Txn,
+    WRITEMAP_STEP,
 )
 from lakebench.durability import Durability
 from lakebench.store.commitsync import AfterCommit, CommitIntent, DataSync, meta_pages, undo_cut_commit
@@ -181,7 +182,8 @@ def _room_ahead(env: Environment, cache_ahead: int) -> None:
 def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool) -> None:
     """The unsynced store's work after a batch commit, off the writing thread: the next
     batch's blocks allocated and its new pages cached ahead first (:func:`_room_ahead`),
-    then the committed pages' write-back started.  In that order because the write-back fills the disk's queue with writes: a cache
+    then the committed pages' write-back started.  In that order because the write-back
+    fills the disk's queue with writes: a cache
     ahead after it read its pages behind them, while the next batch's first writes
     faulted on the pages not yet read (``scripts/durable-commit.py``, 400,000 unsynced
     children: the write after a commit took 6.1 and 6.6 ms on average in two runs, with

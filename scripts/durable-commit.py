@@ -100,14 +100,14 @@ def main() -> int:
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
-            before = clock.read()
+            at_start = clock.read()
             began = time.perf_counter()
             store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
             seconds.append(time.perf_counter() - began)
-            after = clock.read()
-            faults.append(after[5] - before[5])
+            at_end = clock.read()
+            faults.append(at_end[5] - at_start[5])
             if seconds[-1] >= slow_seconds:
-                slow[i] = [a - b for a, b in zip(after, before)]
+                slow[i] = [a - b for a, b in zip(at_end, at_start)]
             if store.batch_commits["count"] != committed:  # this write committed the batch
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)

@@ -31,7 +31,7 @@ import shutil
 import sys
 import time
 
-from lakebench._store import CACHE_AHEAD
+from lakebench._store import CACHE_AHEAD, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary
 from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, LmdbStore
@@ -74,6 +74,9 @@ def main() -> int:
     parser.add_argument("--cache-ahead", type=int, default=CACHE_AHEAD,
                         help="bytes past the last committed page cached after each batch commit "
                              f"(LmdbStore's cache_ahead; default {CACHE_AHEAD:,}; 0: none)")
+    parser.add_argument("--map-ahead", type=int, default=MAP_AHEAD,
+                        help="durable: bytes past the last committed page mapped writable after each batch "
+                             f"commit's flush (LmdbStore's map_ahead; default {MAP_AHEAD:,}; 0: none)")
     parser.add_argument("--batch-writes", type=int, default=None,
                         help="writes a batch commits at most (LmdbStore's batch_writes; default the store's: "
                              f"{DEFAULT_BATCH_WRITES:,} durable, {UNSYNCED_BATCH_WRITES:,} nosync)")
@@ -94,7 +97,7 @@ def main() -> int:
     clock = ThreadClock()
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
-                          batch_writes=args.batch_writes, write_back=args.write_back)
+                          batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead)
         batch_writes = store.batch_writes
         store.write(lambda txn: txn.add_graph(parent))
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
@@ -133,6 +136,7 @@ def main() -> int:
                 "switches": {"voluntary": voluntary, "involuntary": involuntary}, "minor_faults": minor}
 
     print(json.dumps({"mode": args.mode, "children": args.children, "cache_ahead": args.cache_ahead,
+                      "map_ahead": args.map_ahead if durability == "durable" else None,
                       "write_back": args.write_back if durability == "nosync" else None, "batch_writes": batch_writes,
                       **latency_summary(seconds),
                       # the writes that committed a batch (the commit on the writing thread, in them)

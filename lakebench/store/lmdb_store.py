@@ -56,6 +56,7 @@ from typing import Callable, Iterable, Iterator
 
 from lakebench._store import (
     CACHE_AHEAD,
+    MAP_AHEAD,
     Environment,
     LmdbError,
     MapFullError,
@@ -164,19 +165,22 @@ def _thread_bytes_written() -> int | None:
     return None
 
 
-def _room_ahead(env: Environment, cache_ahead: int) -> None:
+def _room_ahead(env: Environment, cache_ahead: int, map_ahead: int = 0) -> None:
     """Work for the next batches of a map written in place, off the writing thread: the
     file's blocks allocated ahead (``posix_fallocate``, which waited 51 ms for the file
     system's block bitmap, read behind the disk's queue of writes, on the writing thread
     once in 600,000 unsynced children; ``scripts/durable-commit.py``), then, with a
-    ``cache_ahead``, its new pages brought into the page cache.  A failed allocation
-    (a full disk) costs nothing here: the writer's own ``ensure_room`` meets it again,
-    before the write that needs the room, and reports it."""
+    ``cache_ahead``, its new pages brought into the page cache, and with a ``map_ahead``
+    (the durable store's), mapped writable (``Environment.map_ahead``).  A failed
+    allocation (a full disk) costs nothing here: the writer's own ``ensure_room`` meets it
+    again, before the write that needs the room, and reports it."""
     try:
         env.ensure_room(_ROOM_AHEAD)
     finally:
         if cache_ahead > 0:
             env.cache_ahead(cache_ahead)
+        if map_ahead > 0:
+            env.map_ahead(map_ahead)
 
 
 def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool) -> None:
@@ -238,6 +242,12 @@ class LmdbStore:
     sent to disk right after it, on that thread (``Environment.start_write_back``: the
     kernel's writeback of gigabytes of dirty pages at once would otherwise clean the open
     batch's pages, and its commit fault them all in again); False: left to the kernel.
+    ``map_ahead``: durable, with the batch written in place, the bytes of the file past the
+    last committed page mapped writable after each batch commit's flush, on that thread
+    (``Environment.map_ahead``: the first write after a commit otherwise faults on each new
+    page it copies the batch's hot pages to); 0: none.  Not unsynced: there the pages that
+    write faults on are mostly free pages taken again, which the commits' write-back left
+    clean and read-only, not new ones (mapping ahead left its faults as they were).
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
@@ -245,7 +255,8 @@ class LmdbStore:
                  batch_writes: int | None = None, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
-                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: bool = True):
+                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: bool = True,
+                 map_ahead: int = MAP_AHEAD):
         self.path = Path(path)
         durability = Durability.parse(durability)
         # A log damaged in the middle (acknowledged writes after the damage)
@@ -342,7 +353,8 @@ class LmdbStore:
                 # The first intent names the snapshot as opened: flushed, whatever wrote it
                 # (a nosync writer may not have).
                 self.env.sync(True)
-                ahead = functools.partial(_room_ahead, self.env, cache_ahead) if self.env.writemap else None
+                ahead = (functools.partial(_room_ahead, self.env, cache_ahead, map_ahead)
+                         if self.env.writemap else None)
                 self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=ahead)
             elif log and self.env.writemap:
                 self._after_commit = AfterCommit(

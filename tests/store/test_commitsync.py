@@ -190,22 +190,26 @@ def test_a_durable_flush_leaves_the_next_batchs_new_pages_alone(tmp_path):
     assert not check(tmp_path / "s")
 
 
-def test_the_next_batchs_new_pages_are_cached_ahead_and_left_clean(tmp_path):
+def test_the_next_batchs_new_pages_are_cached_ahead_the_first_mapped_writable(tmp_path):
     """After a durable commit's flush, the pages past the last committed one are read into
-    the page cache (a write's first touch of one then finds it there), and none is dirtied."""
-    from lakebench._store import CACHE_AHEAD
+    the page cache (a write's first touch of one then finds it there); the first MAP_AHEAD
+    bytes of them are mapped writable (dirty, with the bytes they hold: a write's first touch
+    then takes no fault), the others are left clean; with ``map_ahead=0`` all are clean."""
+    from lakebench._store import CACHE_AHEAD, MAP_AHEAD
 
-    with LmdbStore(tmp_path / "s", batch_writes=1_000_000) as store:
-        store.add([(f"http://e/s{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(2000)])
-        store.checkpoint()  # committed, flushed, then cached ahead on the flushing thread
-        used, allocated = store.env.info()["used_bytes"], store.env.allocated
-        ahead = min(CACHE_AHEAD, allocated - used)
-        assert ahead > 8 << 20  # more than one readahead window of the kernel's
-        cached, dirty, writeback = _cachestat(tmp_path / "s" / "data.mdb", used, ahead)[:3]
-        assert cached == ahead // 4096 and dirty == writeback == 0
+    for name, map_ahead in (("s", MAP_AHEAD), ("c", 0)):
+        with LmdbStore(tmp_path / name, batch_writes=1_000_000, map_ahead=map_ahead) as store:
+            store.add([(f"http://e/s{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(2000)])
+            store.checkpoint()  # committed, flushed, then cached and mapped ahead on the flushing thread
+            used, allocated = store.env.info()["used_bytes"], store.env.allocated
+            ahead = min(CACHE_AHEAD, allocated - used)
+            assert ahead > MAP_AHEAD + (8 << 20)  # more than one readahead window of the kernel's
+            cached, dirty, writeback = _cachestat(tmp_path / name / "data.mdb", used, ahead)[:3]
+            assert cached == ahead // 4096 and writeback == 0
+            assert dirty == map_ahead // 4096, (name, dirty)
     with LmdbStore(tmp_path / "p", batch_writes=1_000_000, writemap=False) as store:
         assert store.env.cache_ahead() is None  # a map not written in place: nothing to do
-    with LmdbStore(tmp_path / "n", batch_writes=1_000_000, cache_ahead=0) as store:  # turned off
+    with LmdbStore(tmp_path / "n", batch_writes=1_000_000, cache_ahead=0, map_ahead=0) as store:  # turned off
         store.add([(f"http://e/s{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(2000)])
         store.checkpoint()
         used = store.env.info()["used_bytes"]

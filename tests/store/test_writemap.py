@@ -140,6 +140,58 @@ def test_after_a_commit_the_next_batches_blocks_are_allocated_off_the_writing_th
     assert check(path) == []
 
 
+def _faults_per_write(path, map_ahead: int) -> float:
+    """The writing thread's minor page faults per write of 1,500 seed children into a durable
+    store (after its first batch; each commit's flush and the work after it done before the
+    next write; the writes right after a commit left out: theirs are mostly free pages
+    taken again)."""
+    import resource
+    import time
+
+    from lakebench.dataset import LDP_CONTAINS, DataSet
+    from lakebench.store.terms import iri
+
+    dataset = DataSet(children=1500)
+    parent, contains = iri(dataset.parent_uri), iri(LDP_CONTAINS)
+    faults = []
+    with LmdbStore(path, durability="durable", batch_writes=256, map_ahead=map_ahead) as store:
+        store.write(lambda txn: txn.add_graph(parent))
+        commits = store.batch_commits["count"]
+        after_commit = False
+        for i, child in enumerate(dataset):
+            uri = iri(child.uri)
+            before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+            store.ingest(child.ntriples, uri, extra=[(parent, contains, uri, parent)])
+            taken = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+            if store.batch_commits["count"] != commits:
+                commits = store.batch_commits["count"]
+                time.sleep(0.2)
+                after_commit = True
+                continue
+            if i > 256 and not after_commit:
+                faults.append(taken)
+            after_commit = False
+        assert store.count() == 1500 * 200 + 1500
+    assert check(path) == []
+    return sum(faults) / len(faults)
+
+
+def test_a_durable_commits_flush_maps_the_next_pages_writable(tmp_path):
+    """The writes of a durable batch take new pages past the last committed one, each a page
+    fault on its first touch: mapped writable ahead after each commit's flush
+    (``map_ahead``), they fault on few."""
+    probe = LmdbStore(tmp_path / "probe", durability="durable")
+    try:
+        if not probe.env.map_ahead(4096):
+            pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14)")
+    finally:
+        probe.close()
+    ahead = _faults_per_write(tmp_path / "ahead", map_ahead=64 << 20)
+    without = _faults_per_write(tmp_path / "without", map_ahead=0)
+    assert without > 4, without  # each write takes several new pages
+    assert ahead < without / 3, (ahead, without)
+
+
 @pytest.fixture
 def roomy_disk(tmp_path):
     """A tmpfs of 1 GiB: room for a map written in place and its room, then full."""

@@ -648,9 +648,11 @@ cdef class Environment:
         (``scripts/durable-commit.py``) a write faulted 9 times, and the first write after
         a batch commit, which copies the batch's hot pages, 526 times, for 5 ms of CPU where
         the others took 0.8 ms.  Mapped ahead, on the thread that flushes the commits, the
-        writes find most of their new pages writable.  Nothing changes in the file: the pages are marked
-        dirty with the bytes they hold, past the last committed page, which no snapshot
-        names and no flush of a commit covers (:meth:`sync_in_steps` stops at it)."""
+        writes find most of their new pages writable.  Nothing changes in the file: the
+        pages are marked dirty with the bytes they hold, past the last committed page, which
+        no snapshot names and no flush of a commit covers (:meth:`sync_in_steps` stops at
+        it).  Past it too, the kernel's writeback writes one back only if no batch took it
+        within its 30 s (``dirty_expire_centisecs``), and a close gives the blocks back."""
         cdef size_t start, stop
         cdef char* base
         cdef int rc = 0

@@ -165,7 +165,7 @@ def _faults_per_write(path, map_ahead: int) -> float:
             taken = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
             if store.batch_commits["count"] != commits:
                 commits = store.batch_commits["count"]
-                time.sleep(0.2)
+                time.sleep(0.5)  # its flush, then the pages mapped ahead (some 0.1 s here)
                 after_commit = True
                 continue
             if i > 256 and not after_commit:

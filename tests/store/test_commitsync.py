@@ -206,7 +206,9 @@ def test_the_next_batchs_new_pages_are_cached_ahead_the_first_mapped_writable(tm
             assert ahead > MAP_AHEAD + (8 << 20)  # more than one readahead window of the kernel's
             cached, dirty, writeback = _cachestat(tmp_path / name / "data.mdb", used, ahead)[:3]
             assert cached == ahead // 4096 and writeback == 0
-            assert dirty == map_ahead // 4096, (name, dirty)
+            # none on a kernel without MADV_POPULATE_WRITE (Linux 5.14), where map_ahead says False
+            mapped = map_ahead if map_ahead and store.env.map_ahead(4096) else 0
+            assert dirty == mapped // 4096, (name, dirty)
     with LmdbStore(tmp_path / "p", batch_writes=1_000_000, writemap=False) as store:
         assert store.env.cache_ahead() is None  # a map not written in place: nothing to do
     with LmdbStore(tmp_path / "n", batch_writes=1_000_000, cache_ahead=0, map_ahead=0) as store:  # turned off

@@ -145,6 +145,8 @@ cdef class Environment:
     cdef readonly bint writemap
     cdef readonly size_t allocated    # writemap: the data file's bytes allocated from its start
     cdef bint _can_map_ahead          # False once the kernel refused MADV_POPULATE_WRITE
+    cdef char* _mapped_base           # the map that map_ahead last mapped pages of ...
+    cdef size_t _mapped_to            # ... and the end of what it mapped there
     cdef public int open_txns
     cdef PyThread_type_lock wlock
     cdef long writer_thread
@@ -170,6 +172,8 @@ cdef class Environment:
         self.wlock = PyThread_allocate_lock()
         self.writer_thread = -1
         self._can_map_ahead = True
+        self._mapped_base = NULL
+        self._mapped_to = 0
         self.writer_seen = NULL
         memset(&self.cache, 0, sizeof(TTable))
         memset(&self.unfiled, 0, sizeof(HTable))
@@ -662,12 +666,19 @@ cdef class Environment:
         base = self._map_base()
         if base == NULL:
             return False
+        if base != self._mapped_base:  # mapped again (grown): nothing of this map is mapped ahead
+            self._mapped_base, self._mapped_to = base, 0
         start = self._used_bytes()
         stop = start + min(length, self.allocated - start) if self.allocated > start else start
+        # From where the last call stopped: its pages are mapped still (walking them again
+        # cost 11 ms for 128 MiB), unless the kernel's writeback cleaned them since.
+        start = max(start, self._mapped_to)
         with nogil:
             while start < stop and rc == 0:
                 if madvise(base + start, min(MAP_AHEAD_STEP, stop - start), MADV_POPULATE_WRITE) != 0:
                     rc = errno
+                else:
+                    self._mapped_to = min(start + MAP_AHEAD_STEP, stop)
                 start += MAP_AHEAD_STEP
         if rc == EINVAL:  # an older kernel: the writes fault as before
             self._can_map_ahead = False

@@ -13,8 +13,8 @@ private memory at the end (RssAnon), and the ten slowest writes, each (when it t
 waiting for one (the run queue), and neither (asleep: the disk, a lock; or taken by the
 hypervisor), and its context switches and page faults; ``slow_writes`` sums those.
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
-pwrite rather than through the map), ``nosync``; ``--no-write-back``: nosync, each batch
-commit's pages left to the kernel's writeback.
+pwrite rather than through the map), ``nosync``; ``--write-back N``: nosync, the committed
+pages' write-back started after every N batch commits (0: left to the kernel's writeback).
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
 
@@ -34,7 +34,7 @@ import time
 from lakebench._store import CACHE_AHEAD, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary
-from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, LmdbStore
+from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, WRITE_BACK_EVERY, LmdbStore
 from lakebench.store.terms import iri
 
 MODES = {"durable": ("durable", None), "durable-pwrite": ("durable", False), "nosync": ("nosync", None)}
@@ -80,9 +80,10 @@ def main() -> int:
     parser.add_argument("--batch-writes", type=int, default=None,
                         help="writes a batch commits at most (LmdbStore's batch_writes; default the store's: "
                              f"{DEFAULT_BATCH_WRITES:,} durable, {UNSYNCED_BATCH_WRITES:,} nosync)")
-    parser.add_argument("--no-write-back", dest="write_back", action="store_false",
-                        help="nosync: leave each batch commit's pages to the kernel's writeback rather "
-                             "than start writing them back after the commit (LmdbStore's write_back)")
+    parser.add_argument("--write-back", type=int, default=WRITE_BACK_EVERY, metavar="N",
+                        help="nosync: start writing the committed pages back after every N batch commits "
+                             f"(LmdbStore's write_back; default {WRITE_BACK_EVERY}; 0: leave them to the "
+                             "kernel's writeback)")
     parser.add_argument("--slow-ms", type=float, default=10.0,
                         help="a write that took this long or more keeps its thread's accounting (default 10)")
     args = parser.parse_args()

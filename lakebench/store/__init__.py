@@ -22,7 +22,7 @@ shared by concurrent writes), :mod:`.verify`
 :mod:`.terms` (encoded terms), :mod:`.plugin` (rdflib), :mod:`.compact`.
 """
 from lakebench._store import LmdbError, MapFullError, ParseError, StoreError
-from lakebench.store.lmdb_store import (DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, DEFAULT_FILING_LAG, DEFAULT_FILING_MAX,
+from lakebench.store.lmdb_store import (DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, WRITE_BACK_EVERY, DEFAULT_FILING_LAG, DEFAULT_FILING_MAX,
                                         DEFAULT_MAP_SIZE, LmdbStore, NoSpaceError, Problems, map_reserve, no_space)
 from lakebench.store.logsync import INLINE, LogSyncError, Waiting
 from lakebench.store.preflight import StoreDamaged
@@ -32,6 +32,6 @@ from lakebench.store.wal import LogError
 
 __all__ = [
     "LmdbStore", "check", "StoreError", "StoreDamaged", "ParseError", "MapFullError", "LmdbError", "LogError",
-    "LogSyncError", "Waiting", "INLINE", "NoSpaceError", "Problems", "no_space", "map_reserve", "DEFAULT_GRAPH", "DEFAULT_MAP_SIZE", "DEFAULT_BATCH_WRITES", "UNSYNCED_BATCH_WRITES",
+    "LogSyncError", "Waiting", "INLINE", "NoSpaceError", "Problems", "no_space", "map_reserve", "DEFAULT_GRAPH", "DEFAULT_MAP_SIZE", "DEFAULT_BATCH_WRITES", "UNSYNCED_BATCH_WRITES", "WRITE_BACK_EVERY",
     "DEFAULT_BATCH_BYTES", "DEFAULT_FILING_LAG", "DEFAULT_FILING_MAX",
 ]

@@ -318,10 +318,11 @@ class AfterCommit(_OneThread):
     """Runs ``work`` on a thread of its own after an unflushed batch commit: for the unsynced
     store, the next batches' blocks allocated and their new pages cached ahead
     (``Environment.ensure_room`` and ``cache_ahead``, what the durable store's
-    :class:`DataSync` does after each flush), then the committed pages' write-back started
-    (``Environment.start_write_back``).  One at a time: a start while the last one runs
-    is skipped, the next commit starts another.  :meth:`wait` before the map grows (mapped
-    again, while ``work`` reads the environment's meta page) or the environment closes."""
+    :class:`DataSync` does after each flush), then, every few commits, the committed pages'
+    write-back started (``Environment.start_write_back``).  One at a time: a start while
+    the last one runs is skipped, the next commit starts another.  :meth:`wait` before the
+    map grows (mapped again, while ``work`` reads the environment's meta page) or the
+    environment closes."""
 
     def __init__(self, work: Callable[[], None]):
         super().__init__()

@@ -119,6 +119,14 @@ DEFAULT_BATCH_WRITES = 1024
 #: writes took 5 ms or more; at 256, 3.4 ms and up to 33 ms, and 148 writes; the mean
 #: write the same within the runs' noise.
 UNSYNCED_BATCH_WRITES = 256
+#: The unsynced store starts writing its committed pages back after every this many
+#: commits (:class:`_AfterUnsyncedCommit`), some 64 MB of pages at a time at the seed's
+#: 256-write batches, far under the gigabytes of dirty pages at which the kernel's own
+#: writeback starts.  500,000 unsynced children (scripts/durable-commit.py, alternated
+#: twice, docs/store.rst item 3): after every commit, the mean write 0.80 and 0.76 ms and
+#: the last tenth 1.25 and 1.36 times the first; after every fourth, 0.69 and 0.65 ms and
+#: 1.05 and 0.96 times.
+WRITE_BACK_EVERY = 4
 DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random
 #: keys made each batch commit rewrite most of its leaves) until a commit
@@ -183,11 +191,20 @@ def _room_ahead(env: Environment, cache_ahead: int, map_ahead: int = 0) -> None:
             env.map_ahead(map_ahead)
 
 
-def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool) -> None:
+class _AfterUnsyncedCommit:
     """The unsynced store's work after a batch commit, off the writing thread: the next
     batch's blocks allocated and its new pages cached ahead first (:func:`_room_ahead`),
-    then the committed pages' write-back started.  In that order because the write-back
-    fills the disk's queue with writes: a cache
+    then, once ``write_back`` commits of the environment have gone by since the last
+    write-back (0: never), the committed pages' write-back started
+    (``Environment.start_write_back``).
+
+    Not after every commit: a write-back cleans each page it writes and leaves it
+    write-protected, the writes that follow fault the pages they change in again, and its
+    writes fill the disk's queue; covering several commits, it cleans once a page that
+    several batches changed, and the batches between write-backs meet none
+    (WRITE_BACK_EVERY says what was measured).
+
+    In that order because the write-back fills the disk's queue with writes: a cache
     ahead after it read its pages behind them, while the next batch's first writes
     faulted on the pages not yet read (``scripts/durable-commit.py``, 400,000 unsynced
     children: the write after a commit took 6.1 and 6.6 ms on average in two runs, with
@@ -195,11 +212,23 @@ def _after_unsynced_commit(env: Environment, cache_ahead: int, write_back: bool)
     and 1.8 ms).  Its price: started later, the write-back finds more of the next batch's
     pages dirty, and that batch's commit faults them in again (the commits took 2.2 s in
     all, against 1.3 and 1.4 s); docs/store.rst, item 3."""
-    try:
-        _room_ahead(env, cache_ahead)
-    finally:  # a failed allocation or cache ahead costs only speed: the write-back still starts
-        if write_back:
-            env.start_write_back()
+
+    def __init__(self, env: Environment, cache_ahead: int, write_back: int):
+        self._env = env
+        self._cache_ahead = cache_ahead
+        self._write_back = write_back
+        # The snapshot at open: its pages are on disk or the kernel's to write, none this store's.
+        self._written_back = env.info()["last_txnid"]
+
+    def __call__(self) -> None:
+        try:
+            _room_ahead(self._env, self._cache_ahead)
+        finally:  # a failed allocation or cache ahead costs only speed: the write-back still starts
+            if self._write_back > 0:
+                committed = self._env.info()["last_txnid"]
+                if committed - self._written_back >= self._write_back:
+                    self._written_back = committed
+                    self._env.start_write_back()
 
 
 def map_reserve(path) -> int:
@@ -238,10 +267,11 @@ class LmdbStore:
     on a thread of its own (``Environment.cache_ahead``); 0: none.
     ``batch_writes``: the writes a batch commits at most; default (None):
     DEFAULT_BATCH_WRITES durable, UNSYNCED_BATCH_WRITES unsynced.
-    ``write_back``: unsynced, with the batch written in place, each batch commit's pages
-    sent to disk right after it, on that thread (``Environment.start_write_back``: the
-    kernel's writeback of gigabytes of dirty pages at once would otherwise clean the open
-    batch's pages, and its commit fault them all in again); False: left to the kernel.
+    ``write_back``: unsynced, with the batch written in place, the committed pages sent to
+    disk after every ``write_back`` batch commits, on that thread
+    (``Environment.start_write_back``: the kernel's writeback of gigabytes of dirty pages
+    at once would otherwise clean the open batch's pages, and its commit fault them all in
+    again); default WRITE_BACK_EVERY; 0 (or False): left to the kernel.
     ``map_ahead``: durable, with the batch written in place, the bytes of the file past the
     last committed page mapped writable after each batch commit's flush, on that thread
     (``Environment.map_ahead``: the first write after a commit otherwise faults on each new
@@ -255,10 +285,12 @@ class LmdbStore:
                  batch_writes: int | None = None, batch_bytes: int = DEFAULT_BATCH_BYTES,
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
-                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: bool = True,
+                 waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: int = WRITE_BACK_EVERY,
                  map_ahead: int = MAP_AHEAD):
         self.path = Path(path)
         durability = Durability.parse(durability)
+        if write_back < 0:
+            raise ValueError(f"write_back: batch commits between write-backs, 0 for none, not {write_back}")
         # A log damaged in the middle (acknowledged writes after the damage)
         # refuses the open, unless the operator chose to lose those writes.
         self._truncate_damaged_log = truncate_damaged_log
@@ -358,7 +390,7 @@ class LmdbStore:
                 self._data_sync = DataSync(self.env.sync_in_steps, self._intent, then=ahead)
             elif log and self.env.writemap:
                 self._after_commit = AfterCommit(
-                    functools.partial(_after_unsynced_commit, self.env, cache_ahead, write_back))
+                    _AfterUnsyncedCommit(self.env, cache_ahead, int(write_back)))
             if self._log is not None:
                 self._recover()
                 self._sync.mark_durable(self._seq)

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from lakebench._store import LmdbError
-from lakebench.store import LmdbStore, StoreError, check
+from lakebench.store import WRITE_BACK_EVERY, LmdbStore, StoreError, check
 from lakebench.store.commitsync import CommitIntent
 from lakebench.store.terms import iri
 
@@ -239,31 +239,43 @@ def test_an_unsynced_store_caches_the_next_batchs_pages_ahead_too(tmp_path):
     assert not check(tmp_path / "s")
 
 
-def test_an_unsynced_store_starts_writing_each_commits_pages_back(tmp_path):
-    """Nosync, written in place: right after a batch commit, the thread that caches ahead
-    sends the committed pages to disk (unflushed, not waited for), so that the kernel never
-    holds enough of them dirty to write an open batch's pages; ``write_back=False`` leaves
-    them dirty, to the kernel's writeback."""
+def test_an_unsynced_store_starts_writing_its_commits_pages_back_every_few_commits(tmp_path):
+    """Nosync, written in place: after every WRITE_BACK_EVERY batch commits, the thread that
+    caches ahead sends the committed pages to disk (unflushed, not waited for), so that the
+    kernel never holds enough of them dirty to write an open batch's pages; the commits
+    between leave theirs dirty, and ``write_back=0`` leaves them all to the kernel's writeback."""
     import time
 
-    def commit_a_batch(store):
+    def commit_a_batch(store, k):
         for i in range(3):  # the third commits the batch
-            store.add([(f"http://e/s{i}-{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g") for j in range(500)])
+            store.add([(f"http://e/s{k}-{i}-{j}", "http://e/p", f"http://e/o{j}" * 20, "http://e/g")
+                       for j in range(500)])
+        time.sleep(0.3)  # the work after the commit done (a write-back started would be under way)
         return store.env.info()["used_bytes"]
 
+    def dirty(name, used):
+        return _cachestat(tmp_path / name / "data.mdb", 0, used)[1]
+
+    assert WRITE_BACK_EVERY > 1
     with LmdbStore(tmp_path / "on", durability="nosync", batch_writes=3) as store:
-        used = commit_a_batch(store)
+        for k in range(WRITE_BACK_EVERY - 1):  # no write-back yet: each commit's pages stay dirty
+            used = commit_a_batch(store, k)
+            assert dirty("on", used) > 0
+        used = commit_a_batch(store, WRITE_BACK_EVERY)  # this one starts it, for them all
         deadline = time.monotonic() + 20
-        while _cachestat(tmp_path / "on" / "data.mdb", 0, used)[1] and time.monotonic() < deadline:
+        while dirty("on", used) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert _cachestat(tmp_path / "on" / "data.mdb", 0, used)[1] == 0
+        assert dirty("on", used) == 0
         store.add([("http://e/after", "http://e/p", "http://e/o", "http://e/g")])
-        assert store.count() == 1501
+        assert store.count() == 1500 * WRITE_BACK_EVERY + 1
     assert not check(tmp_path / "on")
-    with LmdbStore(tmp_path / "off", durability="nosync", batch_writes=3, write_back=False) as store:
-        used = commit_a_batch(store)
-        assert _cachestat(tmp_path / "off" / "data.mdb", 0, used)[1] > 0  # the batch's pages, dirty
-        assert store.count() == 1500
+    with LmdbStore(tmp_path / "off", durability="nosync", batch_writes=3, write_back=0) as store:
+        for k in range(WRITE_BACK_EVERY + 1):
+            used = commit_a_batch(store, k)
+        assert dirty("off", used) > 0  # the batches' pages, dirty
+        assert store.count() == 1500 * (WRITE_BACK_EVERY + 1)
+    with pytest.raises(ValueError, match="write_back"):
+        LmdbStore(tmp_path / "bad", durability="nosync", write_back=-1)
 
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable-commit.py")
@@ -284,7 +296,7 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert 0 <= report["after_commit_major_faults"] <= report["major_faults"]
     assert len(report["slowest"]) == 10 and abs(report["slowest"][0]["ms"] - report["per_resource_ms"]["max"]) < 0.001
     assert report["committing_ms"]["p50"] > 0 and sum(s["committed"] for s in report["slowest"]) <= 1
-    assert report["cache_ahead"] > 0 and report["write_back"] is (True if mode == "nosync" else None)
+    assert report["cache_ahead"] > 0 and report["write_back"] == (WRITE_BACK_EVERY if mode == "nosync" else None)
     # --slow-ms 0: every write's time accounted on its thread (on a processor, waiting for one, asleep)
     assert report["slow_writes"]["count"] == 1100 and report["slow_writes"]["on_cpu_ms"] > 0
     for write in report["slowest"]:

@@ -120,13 +120,13 @@ DEFAULT_BATCH_WRITES = 1024
 #: write the same within the runs' noise.
 UNSYNCED_BATCH_WRITES = 256
 #: The unsynced store starts writing its committed pages back after every this many
-#: commits (:class:`_AfterUnsyncedCommit`), some 64 MB of pages at a time at the seed's
-#: 256-write batches, far under the gigabytes of dirty pages at which the kernel's own
-#: writeback starts.  500,000 unsynced children (scripts/durable-commit.py, alternated
-#: twice, docs/store.rst item 3): after every commit, the mean write 0.80 and 0.76 ms and
-#: the last tenth 1.25 and 1.36 times the first; after every fourth, 0.69 and 0.65 ms and
-#: 1.05 and 0.96 times.
-WRITE_BACK_EVERY = 4
+#: commits (:class:`_AfterUnsyncedCommit`).  After every fourth, 500,000 unsynced children
+#: (scripts/durable-commit.py, alternated twice, docs/store.rst item 3) went faster (the
+#: mean write 0.69 and 0.65 ms against 0.80 and 0.76, the last tenth 1.05 and 0.96 times
+#: the first against 1.25 and 1.36), but a million (the harness's run) had 104 writes over
+#: 20 ms where the kept run, after every commit, had 11 (the slowest late in the run, where
+#: the page cache fills memory), and p99.9 5.35 ms against 4.67: so after every commit.
+WRITE_BACK_EVERY = 1
 DEFAULT_BATCH_BYTES = 64 << 20
 #: With the log, new term ids stay out of the hash index ``t2i`` (whose random
 #: keys made each batch commit rewrite most of its leaves) until a commit
@@ -198,11 +198,12 @@ class _AfterUnsyncedCommit:
     write-back (0: never), the committed pages' write-back started
     (``Environment.start_write_back``).
 
-    Not after every commit: a write-back cleans each page it writes and leaves it
-    write-protected, the writes that follow fault the pages they change in again, and its
-    writes fill the disk's queue; covering several commits, it cleans once a page that
-    several batches changed, and the batches between write-backs meet none
-    (WRITE_BACK_EVERY says what was measured).
+    Every few commits rather than each: a write-back cleans each page it writes and leaves
+    it write-protected, the writes that follow fault the pages they change in again, and
+    its writes fill the disk's queue; covering several commits, it cleans once a page that
+    several batches changed, and the batches between write-backs meet none, but the
+    writes that meet it wait longer (WRITE_BACK_EVERY says what was measured, and why the
+    default is every commit).
 
     In that order because the write-back fills the disk's queue with writes: a cache
     ahead after it read its pages behind them, while the next batch's first writes

@@ -240,10 +240,11 @@ def test_an_unsynced_store_caches_the_next_batchs_pages_ahead_too(tmp_path):
 
 
 def test_an_unsynced_store_starts_writing_its_commits_pages_back_every_few_commits(tmp_path):
-    """Nosync, written in place: after every WRITE_BACK_EVERY batch commits, the thread that
-    caches ahead sends the committed pages to disk (unflushed, not waited for), so that the
-    kernel never holds enough of them dirty to write an open batch's pages; the commits
-    between leave theirs dirty, and ``write_back=0`` leaves them all to the kernel's writeback."""
+    """Nosync, written in place: after every ``write_back`` batch commits (WRITE_BACK_EVERY by
+    default), the thread that caches ahead sends the committed pages to disk (unflushed, not
+    waited for), so that the kernel never holds enough of them dirty to write an open batch's
+    pages; the commits between leave theirs dirty, and ``write_back=0`` leaves them all to the
+    kernel's writeback."""
     import time
 
     def commit_a_batch(store, k):
@@ -256,24 +257,31 @@ def test_an_unsynced_store_starts_writing_its_commits_pages_back_every_few_commi
     def dirty(name, used):
         return _cachestat(tmp_path / name / "data.mdb", 0, used)[1]
 
-    assert WRITE_BACK_EVERY > 1
-    with LmdbStore(tmp_path / "on", durability="nosync", batch_writes=3) as store:
-        for k in range(WRITE_BACK_EVERY - 1):  # no write-back yet: each commit's pages stay dirty
+    every = 4
+    with LmdbStore(tmp_path / "on", durability="nosync", batch_writes=3, write_back=every) as store:
+        for k in range(every - 1):  # no write-back yet: each commit's pages stay dirty
             used = commit_a_batch(store, k)
             assert dirty("on", used) > 0
-        used = commit_a_batch(store, WRITE_BACK_EVERY)  # this one starts it, for them all
+        used = commit_a_batch(store, every)  # this one starts it, for them all
         deadline = time.monotonic() + 20
         while dirty("on", used) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert dirty("on", used) == 0
         store.add([("http://e/after", "http://e/p", "http://e/o", "http://e/g")])
-        assert store.count() == 1500 * WRITE_BACK_EVERY + 1
+        assert store.count() == 1500 * every + 1
     assert not check(tmp_path / "on")
+    with LmdbStore(tmp_path / "default", durability="nosync", batch_writes=3) as store:  # WRITE_BACK_EVERY
+        for k in range(WRITE_BACK_EVERY):
+            used = commit_a_batch(store, k)
+        deadline = time.monotonic() + 20
+        while dirty("default", used) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert dirty("default", used) == 0
     with LmdbStore(tmp_path / "off", durability="nosync", batch_writes=3, write_back=0) as store:
-        for k in range(WRITE_BACK_EVERY + 1):
+        for k in range(every + 1):
             used = commit_a_batch(store, k)
         assert dirty("off", used) > 0  # the batches' pages, dirty
-        assert store.count() == 1500 * (WRITE_BACK_EVERY + 1)
+        assert store.count() == 1500 * (every + 1)
     with pytest.raises(ValueError, match="write_back"):
         LmdbStore(tmp_path / "bad", durability="nosync", write_back=-1)
 

@@ -318,8 +318,9 @@ class AfterCommit(_OneThread):
     """Runs ``work`` on a thread of its own after an unflushed batch commit: for the unsynced
     store, the next batches' blocks allocated and their new pages cached ahead
     (``Environment.ensure_room`` and ``cache_ahead``, what the durable store's
-    :class:`DataSync` does after each flush), then, every few commits, the committed pages'
-    write-back started (``Environment.start_write_back``).  One at a time: a start while
+    :class:`DataSync` does after each flush), then, after every ``write_back`` commits (each,
+    by default), the committed pages' write-back started (``Environment.start_write_back``;
+    ``lmdb_store._AfterUnsyncedCommit``).  One at a time: a start while
     the last one runs is skipped, the next commit starts another.  :meth:`wait` before the
     map grows (mapped again, while ``work`` reads the environment's meta page) or the
     environment closes."""

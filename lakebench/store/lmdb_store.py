@@ -198,12 +198,12 @@ class _AfterUnsyncedCommit:
     write-back (0: never), the committed pages' write-back started
     (``Environment.start_write_back``).
 
-    Every few commits rather than each: a write-back cleans each page it writes and leaves
-    it write-protected, the writes that follow fault the pages they change in again, and
-    its writes fill the disk's queue; covering several commits, it cleans once a page that
-    several batches changed, and the batches between write-backs meet none, but the
-    writes that meet it wait longer (WRITE_BACK_EVERY says what was measured, and why the
-    default is every commit).
+    Why ``write_back`` may be more than one commit: a write-back cleans each page it writes
+    and leaves it write-protected, the writes that follow fault the pages they change in
+    again, and its writes fill the disk's queue; covering several commits, it cleans once a
+    page that several batches changed, and the batches between write-backs meet none, but
+    the writes that meet it wait longer (WRITE_BACK_EVERY says what was measured, and why
+    the default is every commit).
 
     In that order because the write-back fills the disk's queue with writes: a cache
     ahead after it read its pages behind them, while the next batch's first writes

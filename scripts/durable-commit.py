@@ -14,7 +14,10 @@ waiting for one (the run queue), and neither (asleep: the disk, a lock; or taken
 hypervisor), and its context switches and page faults; ``slow_writes`` sums those.
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
 pwrite rather than through the map), ``nosync``; ``--write-back N``: nosync, the committed
-pages' write-back started after every N batch commits (0: left to the kernel's writeback).
+pages' write-back started after every N batch commits (0: left to the kernel's writeback);
+``--filing-max IDS``: the bound on a generation of term ids filed into t2i at once
+(smaller: more rewrites of its leaves).  ``written_kib_per_child``: the bytes the process
+wrote (pages dirtied) a child, by tenth.
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
 
@@ -35,9 +38,20 @@ from lakebench._store import CACHE_AHEAD, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary
 from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, WRITE_BACK_EVERY, LmdbStore
+from lakebench.store.lmdb_store import DEFAULT_FILING_LAG, DEFAULT_FILING_MAX
 from lakebench.store.terms import iri
 
 MODES = {"durable": ("durable", None), "durable-pwrite": ("durable", False), "nosync": ("nosync", None)}
+
+
+def bytes_written() -> int:
+    """The bytes this process has caused to be written (``/proc/self/io``'s ``write_bytes``:
+    counted when a page is dirtied, a page of the map included)."""
+    with open("/proc/self/io") as io:
+        for line in io:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no write_bytes")
 
 
 def private_memory_bytes() -> int:
@@ -84,6 +98,9 @@ def main() -> int:
                         help="nosync: start writing the committed pages back after every N batch commits "
                              f"(LmdbStore's write_back; default {WRITE_BACK_EVERY}; 0: leave them to the "
                              "kernel's writeback)")
+    parser.add_argument("--filing-max", type=int, default=DEFAULT_FILING_MAX, metavar="IDS",
+                        help="the most unfiled term ids a sweep files into t2i at once (LmdbStore's filing_max; "
+                             f"default {DEFAULT_FILING_MAX:,}): smaller, each t2i leaf is rewritten more often")
     parser.add_argument("--slow-ms", type=float, default=10.0,
                         help="a write that took this long or more keeps its thread's accounting (default 10)")
     args = parser.parse_args()
@@ -96,9 +113,12 @@ def main() -> int:
     faults = []  # the writing thread's major page faults in each write (outside its clock)
     slow = {}  # write index -> its thread's accounting, for the writes of --slow-ms or more
     clock = ThreadClock()
+    tenth = max(1, args.children // 10)
+    written = [bytes_written()]  # the process's bytes written (dirtied), at the start and after each tenth
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
-                          batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead)
+                          batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
+                          filing_lag=min(DEFAULT_FILING_LAG, args.filing_max), filing_max=args.filing_max)
         batch_writes = store.batch_writes
         store.write(lambda txn: txn.add_graph(parent))
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
@@ -115,6 +135,8 @@ def main() -> int:
             if store.batch_commits["count"] != committed:  # this write committed the batch
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
+            if (i + 1) % tenth == 0:
+                written.append(bytes_written())
             if i % 50_000 == 0:
                 print(f"{i:,} children", file=sys.stderr, flush=True)
         private = private_memory_bytes()
@@ -148,6 +170,9 @@ def main() -> int:
                       # a write's first touch of a page the page cache lacks (a new page of the
                       # map, unless cached ahead): all writes', and those after a commit
                       "major_faults": sum(faults),
+                      "filing_max": args.filing_max,
+                      # the bytes the process wrote (pages dirtied, the map's included) per child, by tenth
+                      "written_kib_per_child": [round((b - a) / tenth / 1024, 1) for a, b in zip(written, written[1:])],
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),
                       "batch_commits": commits, "rss_anon_bytes": private,
                       # writes of --slow-ms or more, by where their time went

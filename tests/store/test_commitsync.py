@@ -305,6 +305,9 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert len(report["slowest"]) == 10 and abs(report["slowest"][0]["ms"] - report["per_resource_ms"]["max"]) < 0.001
     assert report["committing_ms"]["p50"] > 0 and sum(s["committed"] for s in report["slowest"]) <= 1
     assert report["cache_ahead"] > 0 and report["write_back"] == (WRITE_BACK_EVERY if mode == "nosync" else None)
+    # the bytes each tenth's children dirtied: every write adds pages (its log record, its batch's)
+    assert len(report["written_kib_per_child"]) == 10 and all(k > 0 for k in report["written_kib_per_child"])
+    assert report["filing_max"] == 1 << 22
     # --slow-ms 0: every write's time accounted on its thread (on a processor, waiting for one, asleep)
     assert report["slow_writes"]["count"] == 1100 and report["slow_writes"]["on_cpu_ms"] > 0
     for write in report["slowest"]:
@@ -312,6 +315,22 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
         # one thread: neither its time on a processor nor its wait for one outlasts the write
         assert write["on_cpu_ms"] + write["run_queue_ms"] <= write["ms"] + 0.5  # (the two read apart)
     assert not (tmp_path / "s").exists()
+
+
+def test_the_commit_measurement_script_files_term_ids_in_generations_of_filing_max(tmp_path):
+    """--filing-max reaches the store: with generations of 4,096 ids, a run of 1,100 children
+    (some 110,000 literals) makes many sweeps, each rewriting t2i's leaves, so its children
+    dirty more bytes than with the default (whose first generation is 2^20 ids: no sweep)."""
+    import json
+
+    def run(*extra):
+        out = subprocess.run([sys.executable, SCRIPT, "--children", "1100", "--mode", "nosync",
+                              "--dir", str(tmp_path / "s"), *extra], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+
+    small, default = run("--filing-max", "4096"), run()
+    assert small["filing_max"] == 4096 and default["filing_max"] == 1 << 22
+    assert sum(small["written_kib_per_child"][5:]) > sum(default["written_kib_per_child"][5:])
 
 
 def test_a_map_that_fills_while_a_flush_runs_grows_once_it_is_confirmed(tmp_path, monkeypatch):

@@ -34,6 +34,8 @@ import shutil
 import sys
 import time
 
+import psutil
+
 from lakebench._store import CACHE_AHEAD, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary
@@ -42,16 +44,6 @@ from lakebench.store.lmdb_store import DEFAULT_FILING_LAG, DEFAULT_FILING_MAX
 from lakebench.store.terms import iri
 
 MODES = {"durable": ("durable", None), "durable-pwrite": ("durable", False), "nosync": ("nosync", None)}
-
-
-def bytes_written() -> int:
-    """The bytes this process has caused to be written (``/proc/self/io``'s ``write_bytes``:
-    counted when a page is dirtied, a page of the map included)."""
-    with open("/proc/self/io") as io:
-        for line in io:
-            if line.startswith("write_bytes:"):
-                return int(line.split()[1])
-    raise RuntimeError("/proc/self/io has no write_bytes")
 
 
 def private_memory_bytes() -> int:
@@ -114,7 +106,10 @@ def main() -> int:
     slow = {}  # write index -> its thread's accounting, for the writes of --slow-ms or more
     clock = ThreadClock()
     tenth = max(1, args.children // 10)
-    written = [bytes_written()]  # the process's bytes written (dirtied), at the start and after each tenth
+    # the bytes this process has caused to be written (counted when a page is dirtied, a page
+    # of the map included), at the start and after each tenth
+    io = psutil.Process().io_counters
+    written = [io().write_bytes]
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
@@ -136,7 +131,7 @@ def main() -> int:
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
             if (i + 1) % tenth == 0:
-                written.append(bytes_written())
+                written.append(io().write_bytes)
             if i % 50_000 == 0:
                 print(f"{i:,} children", file=sys.stderr, flush=True)
         private = private_memory_bytes()

@@ -16,8 +16,10 @@ hypervisor), and its context switches and page faults; ``slow_writes`` sums thos
 pwrite rather than through the map), ``nosync``; ``--write-back N``: nosync, the committed
 pages' write-back started after every N batch commits (0: left to the kernel's writeback);
 ``--filing-max IDS``: the bound on a generation of term ids filed into t2i at once
-(smaller: more rewrites of its leaves).  ``written_kib_per_child``: the bytes the process
-wrote (pages dirtied) a child, by tenth.
+(smaller: more rewrites of its leaves).  By tenth of the children: ``tenths_ms``, the mean
+write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i
+(``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
+dirtied) a child.
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
 
@@ -38,7 +40,7 @@ import psutil
 
 from lakebench._store import CACHE_AHEAD, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
-from lakebench.results.stats import latency_summary
+from lakebench.results.stats import latency_summary, mean
 from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, WRITE_BACK_EVERY, LmdbStore
 from lakebench.store.lmdb_store import DEFAULT_FILING_LAG, DEFAULT_FILING_MAX
 from lakebench.store.terms import iri
@@ -110,6 +112,7 @@ def main() -> int:
     # of the map included), at the start and after each tenth
     io = psutil.Process().io_counters
     written = [io().write_bytes]
+    filing = [0.0]  # the seconds spent filing term ids into t2i, at the start and after each tenth
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
@@ -132,6 +135,7 @@ def main() -> int:
                 after_commit.append(i + 1)
             if (i + 1) % tenth == 0:
                 written.append(io().write_bytes)
+                filing.append(store.term_filing["seconds"])
             if i % 50_000 == 0:
                 print(f"{i:,} children", file=sys.stderr, flush=True)
         private = private_memory_bytes()
@@ -166,6 +170,10 @@ def main() -> int:
                       # map, unless cached ahead): all writes', and those after a commit
                       "major_faults": sum(faults),
                       "filing_max": args.filing_max,
+                      "tenths_ms": [round(mean(seconds[k * tenth:(k + 1) * tenth]) * 1000, 4)
+                                    for k in range(len(filing) - 1)],
+                      "filing_ms_per_child": [round((b - a) / tenth * 1000, 4) for a, b in zip(filing, filing[1:])],
+                      "term_filing": store.term_filing,
                       # the bytes the process wrote (pages dirtied, the map's included) per child, by tenth
                       "written_kib_per_child": [round((b - a) / tenth / 1024, 1) for a, b in zip(written, written[1:])],
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),

@@ -128,10 +128,12 @@ def test_sweep_of_sizes_and_literal_lengths(tmp_path):
     assert disk[(12, 100)] >= disk[(12, 1)]
     assert "memory (12 children, 100-char literals)" in table.text(doc)
     # The in-process store reports its batch commits (one, at close, for so few children) and its
-    # tables' bytes (before that commit: the Bloom filter of its first write, no cached term yet);
-    # memory nothing.
+    # tables' bytes (before that commit: the Bloom filter of its first write, no cached term yet),
+    # and its writes' time filing term ids (a look at the sweep, each, part of the write); memory nothing.
     assert all(s["internals"]["batch_commits"]["count"] == 1 for s in doc["systems"] if s["name"] == "lmdb-nosync")
     assert all(s["internals"]["heap_bytes"]["bloom_filter"] > 0 for s in doc["systems"] if s["name"] == "lmdb-nosync")
+    assert all(0 < s["internals"]["term_filing"]["seconds"] < s["ingest_seconds"]
+               for s in doc["systems"] if s["name"] == "lmdb-nosync")
     assert not any("internals" in s for s in doc["systems"] if s["name"] == "memory")
 
 

@@ -189,6 +189,8 @@ _FIGURES = {
                                                 "pages_written": Field("int", null=True),
                                                 **_numbers("flush_seconds", "flush_max_seconds",
                                                            null=True)}),
+                         # the writes' time filing due term ids into t2i (part of their own)
+                         "term_filing": Field(_numbers("seconds", "max_seconds")),
                          # the store's own tables in its process's heap at the end, bytes by table
                          "heap_bytes": Field({"*": Field("int")})}),
 }

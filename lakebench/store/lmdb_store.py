@@ -331,6 +331,7 @@ class LmdbStore:
         self._user: list | None = None    # changes of a begin()..commit() transaction (log mode)
         self._seq = 0                     # the last sequence number logged
         self._commits = {"count": 0, "seconds": 0.0, "max_seconds": 0.0, "pages_written": 0}
+        self._filing = {"seconds": 0.0, "max_seconds": 0.0}  # the sweep's shares (term_filing)
         # After a write failed for lack of space, later writes are refused at
         # once until space is back (no batch change to undo, no log replayed);
         # a batch commit that failed is tried again after a growing pause,
@@ -624,7 +625,9 @@ class LmdbStore:
             try:
                 result = op(txn)
                 if txn.changes:
+                    began = time.perf_counter()
                     batch.file_due_terms()  # the sweep's share of this write, not a slice per commit
+                    self._count_filing(time.perf_counter() - began)
             except MapFullError:  # the core aborted the batch: grow, rebuild it, run op again
                 self._rebuild(grow=True)
                 continue
@@ -812,6 +815,18 @@ class LmdbStore:
         stats["flush_seconds"] = None if sync is None else round(sync.seconds, 6)
         stats["flush_max_seconds"] = None if sync is None else round(sync.max_seconds, 6)
         return stats
+
+    def _count_filing(self, seconds: float) -> None:
+        stats = self._filing
+        stats["seconds"] += seconds
+        stats["max_seconds"] = max(stats["max_seconds"], seconds)
+
+    @property
+    def term_filing(self) -> dict:
+        """The sweep's shares so far (log mode): the seconds the writes spent on the
+        writer's thread filing due term ids into ``t2i`` after their own changes
+        (total and the longest), part of each write's time."""
+        return {"seconds": round(self._filing["seconds"], 6), "max_seconds": round(self._filing["max_seconds"], 6)}
 
     @property
     def log_flushes(self) -> dict:

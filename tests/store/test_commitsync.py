@@ -308,6 +308,10 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     # the bytes each tenth's children dirtied: every write adds pages (its log record, its batch's)
     assert len(report["written_kib_per_child"]) == 10 and all(k > 0 for k in report["written_kib_per_child"])
     assert report["filing_max"] == 1 << 22
+    # by tenth: the mean write, and the part of it that filed term ids (none due at 1,100 children)
+    assert len(report["tenths_ms"]) == 10 and all(ms > 0 for ms in report["tenths_ms"])
+    assert len(report["filing_ms_per_child"]) == 10
+    assert all(0 <= f < ms for f, ms in zip(report["filing_ms_per_child"], report["tenths_ms"]))
     # --slow-ms 0: every write's time accounted on its thread (on a processor, waiting for one, asleep)
     assert report["slow_writes"]["count"] == 1100 and report["slow_writes"]["on_cpu_ms"] > 0
     for write in report["slowest"]:
@@ -331,6 +335,9 @@ def test_the_commit_measurement_script_files_term_ids_in_generations_of_filing_m
     small, default = run("--filing-max", "4096"), run()
     assert small["filing_max"] == 4096 and default["filing_max"] == 1 << 22
     assert sum(small["written_kib_per_child"][5:]) > sum(default["written_kib_per_child"][5:])
+    # the sweeps' time is counted in the writes that filed them
+    assert small["term_filing"]["seconds"] > default["term_filing"]["seconds"]
+    assert sum(small["filing_ms_per_child"]) > sum(default["filing_ms_per_child"])
 
 
 def test_a_map_that_fills_while_a_flush_runs_grows_once_it_is_confirmed(tmp_path, monkeypatch):

@@ -467,6 +467,20 @@ def test_the_stores_own_tables_are_counted_and_filing_max_bounds_the_unfiled_ids
     assert bounded["term_cache"] > 0 and bounded["write_terms"] > 0 and bounded["sweep_slice"] > 0
 
 
+def test_the_writes_time_filing_term_ids_is_counted(tmp_path):
+    """``term_filing``: the seconds the writes spent on the sweep's shares.  A store whose
+    generations are small files ids at many writes; nothing is counted before its first
+    write, and the longest share is part of the total."""
+    with LmdbStore(tmp_path / "s", filing_lag=64, filing_max=64, batch_writes=8) as store:
+        assert store.term_filing == {"seconds": 0.0, "max_seconds": 0.0}
+        for i in range(40):
+            store.add(_quads(50, start=50 * i))   # 100 new ids a write: a sweep under way at each
+        filing = store.term_filing
+        with store.read() as txn:
+            assert txn.unfiled_terms() < 2 * 64 + 100   # they were filed as they came
+    assert 0 < filing["max_seconds"] <= filing["seconds"]
+
+
 def test_a_stray_hash_entry_does_not_stop_the_commits(tmp_path):
     """An unfiled id already in t2i (damage check names) is taken as filed
     when the sweep reaches it, instead of failing every commit after."""

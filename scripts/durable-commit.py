@@ -19,7 +19,8 @@ pages' write-back started after every N batch commits (0: left to the kernel's w
 (smaller: more rewrites of its leaves).  By tenth of the children: ``tenths_ms``, the mean
 write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i
 (``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
-dirtied) a child.
+dirtied) a child; ``cpu_ms_per_child``, the processor time a child, user and kernel, of the
+writing thread and (in all) of the process's other threads.
 
     .venv/bin/python scripts/durable-commit.py --children 150000 --mode durable --dir /tmp/dc
 
@@ -74,6 +75,24 @@ class ThreadClock:
         os.close(self._fd)
 
 
+def processor_seconds() -> tuple[float, float, float, float]:
+    """The calling thread's user and kernel seconds, then the whole process's."""
+    thread = resource.getrusage(resource.RUSAGE_THREAD)
+    process = resource.getrusage(resource.RUSAGE_SELF)
+    return thread.ru_utime, thread.ru_stime, process.ru_utime, process.ru_stime
+
+
+def cpu_by_tenth(readings: list[tuple[float, ...]], tenth: int) -> dict[str, list[float]]:
+    """The processor ms a child between readings (``processor_seconds``): the writing
+    thread's user and kernel time, and the other threads' (the process's less the writer's;
+    in all only, since the kernel splits a thread's time and the process's between user and
+    kernel each on its own samples)."""
+    spans = [[b - a for a, b in zip(before, after)] for before, after in zip(readings, readings[1:])]
+    ms = lambda seconds: round(seconds / tenth * 1000, 4)  # noqa: E731
+    return {"writer_user": [ms(s[0]) for s in spans], "writer_kernel": [ms(s[1]) for s in spans],
+            "others": [ms(max(0.0, s[2] + s[3] - s[0] - s[1])) for s in spans]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--children", type=int, default=150_000, help="children to write (default 150,000)")
@@ -113,6 +132,7 @@ def main() -> int:
     io = psutil.Process().io_counters
     written = [io().write_bytes]
     filing = [0.0]  # the seconds spent filing term ids into t2i, at the start and after each tenth
+    cpu = [processor_seconds()]  # the writing thread's and the process's user and kernel seconds, likewise
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
@@ -136,6 +156,7 @@ def main() -> int:
             if (i + 1) % tenth == 0:
                 written.append(io().write_bytes)
                 filing.append(store.term_filing["seconds"])
+                cpu.append(processor_seconds())
             if i % 50_000 == 0:
                 print(f"{i:,} children", file=sys.stderr, flush=True)
         private = private_memory_bytes()
@@ -174,6 +195,7 @@ def main() -> int:
                                     for k in range(len(filing) - 1)],
                       "filing_ms_per_child": [round((b - a) / tenth * 1000, 4) for a, b in zip(filing, filing[1:])],
                       "term_filing": store.term_filing,
+                      "cpu_ms_per_child": cpu_by_tenth(cpu, tenth),
                       # the bytes the process wrote (pages dirtied, the map's included) per child, by tenth
                       "written_kib_per_child": [round((b - a) / tenth / 1024, 1) for a, b in zip(written, written[1:])],
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),

@@ -312,7 +312,7 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert len(report["tenths_ms"]) == 10 and all(ms > 0 for ms in report["tenths_ms"])
     assert len(report["filing_ms_per_child"]) == 10
     assert all(0 <= f < ms for f, ms in zip(report["filing_ms_per_child"], report["tenths_ms"]))
-    # by tenth, the processor time a child: the writing thread's user time is most of its write
+    # by tenth, the processor time a child: the writing thread's (user, kernel) and the other threads'
     cpu = report["cpu_ms_per_child"]
     assert set(cpu) == {"writer_user", "writer_kernel", "others"}
     assert all(len(ms) == 10 and min(ms) >= 0 for ms in cpu.values()) and sum(cpu["writer_user"]) > 0

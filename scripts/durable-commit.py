@@ -75,22 +75,31 @@ class ThreadClock:
         os.close(self._fd)
 
 
-def processor_seconds() -> tuple[float, float, float, float]:
-    """The calling thread's user and kernel seconds, then the whole process's."""
+def tenth_mark(store: LmdbStore | None) -> tuple[float, ...]:
+    """What the figures by tenth are read from, at the start and after each tenth: the bytes
+    this process has caused to be written (counted when a page is dirtied, a page of the map
+    included), the store's seconds filing term ids into t2i (``LmdbStore.term_filing``; 0
+    before it opens), and the writing thread's and the whole process's user and kernel seconds."""
     thread = resource.getrusage(resource.RUSAGE_THREAD)
     process = resource.getrusage(resource.RUSAGE_SELF)
-    return thread.ru_utime, thread.ru_stime, process.ru_utime, process.ru_stime
+    return (psutil.Process().io_counters().write_bytes, store.term_filing["seconds"] if store else 0.0,
+            thread.ru_utime, thread.ru_stime, process.ru_utime, process.ru_stime)
 
 
-def cpu_by_tenth(readings: list[tuple[float, ...]], tenth: int) -> dict[str, list[float]]:
-    """The processor ms a child between readings (``processor_seconds``): the writing
-    thread's user and kernel time, and the other threads' (the process's less the writer's;
-    in all only, since the kernel splits a thread's time and the process's between user and
-    kernel each on its own samples)."""
-    spans = [[b - a for a, b in zip(before, after)] for before, after in zip(readings, readings[1:])]
-    ms = lambda seconds: round(seconds / tenth * 1000, 4)  # noqa: E731
-    return {"writer_user": [ms(s[0]) for s in spans], "writer_kernel": [ms(s[1]) for s in spans],
-            "others": [ms(max(0.0, s[2] + s[3] - s[0] - s[1])) for s in spans]}
+def per_child_by_tenth(marks: list[tuple[float, ...]], tenth: int) -> dict:
+    """The figures a child, tenth by tenth, between ``tenth_mark`` readings: the bytes written
+    (KiB), the ms filing term ids, and the processor ms of the writing thread (user and kernel)
+    and of the other threads (the process's less the writer's; in all only, since the kernel
+    splits a thread's time and the process's between user and kernel each on its own samples)."""
+    spans = [[b - a for a, b in zip(before, after)] for before, after in zip(marks, marks[1:])]
+
+    def ms(seconds: float) -> float:
+        return round(seconds / tenth * 1000, 4)
+
+    return {"filing_ms_per_child": [ms(s[1]) for s in spans],
+            "written_kib_per_child": [round(s[0] / tenth / 1024, 1) for s in spans],
+            "cpu_ms_per_child": {"writer_user": [ms(s[2]) for s in spans], "writer_kernel": [ms(s[3]) for s in spans],
+                                 "others": [ms(max(0.0, s[4] + s[5] - s[2] - s[3])) for s in spans]}}
 
 
 def main() -> int:
@@ -127,12 +136,7 @@ def main() -> int:
     slow = {}  # write index -> its thread's accounting, for the writes of --slow-ms or more
     clock = ThreadClock()
     tenth = max(1, args.children // 10)
-    # the bytes this process has caused to be written (counted when a page is dirtied, a page
-    # of the map included), at the start and after each tenth
-    io = psutil.Process().io_counters
-    written = [io().write_bytes]
-    filing = [0.0]  # the seconds spent filing term ids into t2i, at the start and after each tenth
-    cpu = [processor_seconds()]  # the writing thread's and the process's user and kernel seconds, likewise
+    marks = [tenth_mark(None)]  # at the start and after each tenth
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
@@ -154,9 +158,7 @@ def main() -> int:
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
             if (i + 1) % tenth == 0:
-                written.append(io().write_bytes)
-                filing.append(store.term_filing["seconds"])
-                cpu.append(processor_seconds())
+                marks.append(tenth_mark(store))
             if i % 50_000 == 0:
                 print(f"{i:,} children", file=sys.stderr, flush=True)
         private = private_memory_bytes()
@@ -192,12 +194,10 @@ def main() -> int:
                       "major_faults": sum(faults),
                       "filing_max": args.filing_max,
                       "tenths_ms": [round(mean(seconds[k * tenth:(k + 1) * tenth]) * 1000, 4)
-                                    for k in range(len(filing) - 1)],
-                      "filing_ms_per_child": [round((b - a) / tenth * 1000, 4) for a, b in zip(filing, filing[1:])],
+                                    for k in range(len(marks) - 1)],
+                      # by tenth: filing term ids, bytes written (pages dirtied, the map's included), processor time
+                      **per_child_by_tenth(marks, tenth),
                       "term_filing": store.term_filing,
-                      "cpu_ms_per_child": cpu_by_tenth(cpu, tenth),
-                      # the bytes the process wrote (pages dirtied, the map's included) per child, by tenth
-                      "written_kib_per_child": [round((b - a) / tenth / 1024, 1) for a, b in zip(written, written[1:])],
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),
                       "batch_commits": commits, "rss_anon_bytes": private,
                       # writes of --slow-ms or more, by where their time went

@@ -28,7 +28,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
+from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, IX_SPOC, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, tt_bytes, ht_bytes, hslots_bytes, bloom_bytes, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
@@ -40,8 +40,8 @@ from lakebench._check cimport check_snapshot
 from lakebench._scan cimport Scan, open_scan
 from lakebench._errors cimport raise_rc
 from lakebench._upgrade cimport graphs_from_cspo
-from lakebench._txncore cimport (TxnCore, ScanState, FILED_ALL, core_close_cursors, insert_quads,
-                                 delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
+from lakebench._txncore cimport (TxnCore, ScanState, FILED_ALL, core_close_cursors, insert_quads, put_staged,
+                                 free_staged, delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
                                  count_triples, release_id)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
                                  file_terms_step)
@@ -90,6 +90,9 @@ cdef size_t CACHE_AHEAD_STEP = 128 << 10  # what Linux reads per call at least (
 #: :meth:`Environment.map_ahead` maps the file writable, two batches' new pages at a
 #: million seed children (about 30 KiB a child, 1,024 children a batch, at 100,000).
 MAP_AHEAD = 128 << 20
+#: The quads a write transaction stages the posc and ospc entries of before it puts
+#: them, sorted (``Environment(index_stage=...)``): about twenty seed children's.
+DEFAULT_INDEX_STAGE = 4096
 # Pages mapped per madvise call: the call holds the process's map lock (shared) while it
 # faults them in, and a writer's mmap (a large malloc) waits for that lock.
 cdef size_t MAP_AHEAD_STEP = 2 << 20
@@ -136,6 +139,11 @@ cdef class Environment:
     of the filed ones, at least ``filing_lag`` and at most ``filing_max``
     (see _termids: the table of unfiled ids holds about that many).
     Any other writer files them all at its first new term.
+
+    ``index_stage``: a write transaction's entries of posc and ospc are
+    staged and put together, sorted, once those of this many quads are (and
+    before the transaction reads or deletes from those indexes, or commits;
+    see _txncore's ``stage_entries``); 0: each write's put at once.
     """
     cdef MDB_env* env
     cdef MDB_dbi dbi[N_DBS]
@@ -160,6 +168,7 @@ cdef class Environment:
     cdef long filing_thread    # the thread whose transactions share the tables above
     cdef readonly uint32_t filing_lag
     cdef readonly uint32_t filing_max
+    cdef public size_t index_stage
     # meta's count of commits that removed terms, as this process last saw
     # it: when another process's commit changed it, the cache is cleared
     cdef uint64_t removals_seen
@@ -182,7 +191,8 @@ cdef class Environment:
 
     def __init__(self, path, *, size_t map_size=1 << 28, durability="durable", bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
-                 uint32_t filing_lag=1 << 20, uint32_t filing_max=1 << 22):
+                 uint32_t filing_lag=1 << 20, uint32_t filing_max=1 << 22,
+                 size_t index_stage=DEFAULT_INDEX_STAGE):
         cdef int rc, grown = 0
         cdef MDB_envinfo info
         cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
@@ -196,6 +206,7 @@ cdef class Environment:
         self.filing_thread = <long>PyThread_get_thread_ident()
         self.filing_lag = filing_lag
         self.filing_max = filing_max
+        self.index_stage = index_stage
         if durability != "durable":
             flags |= MDB_NOSYNC
         if readonly:
@@ -827,6 +838,7 @@ cdef class Txn:
             t.core.bloom = &env.bloom
             t.core.slice = &env.slice
         t.core.defer = write and env.defer_filing
+        t.core.stage_max = env.index_stage if write else 0
         if write:
             if env.readonly:
                 raise StoreError("the environment is read-only")
@@ -891,6 +903,7 @@ cdef class Txn:
         tt_free(&self.core.seen)
         ht_free(&self.core.own)
         buf_free(&self.core.released)
+        free_staged(&self.core)
 
     cdef int _live(self) except -1:
         if self.core.txn == NULL:
@@ -906,12 +919,15 @@ cdef class Txn:
             return 0
         if commit and self.write:
             with nogil:
-                rc = drop_unused_terms(&self.core, &dropped)
+                rc = put_staged(&self.core)
+                if rc == 0:
+                    rc = drop_unused_terms(&self.core, &dropped)
                 if rc == 0 and self.core.defer:
                     rc = file_terms_step(&self.core, self.env.filing_lag, self.env.filing_max)
             if rc:
                 commit = False   # a failed write: the transaction is aborted, rc raised
         buf_free(&self.core.released)
+        free_staged(&self.core)
         core_close_cursors(&self.core)
         self.core.txn = NULL
         self.generation += 1
@@ -1167,7 +1183,32 @@ cdef class Txn:
                 return False
         plan_scan(st, ids)
         st.start = start
+        if st.ix != IX_SPOC:
+            self._put_staged()
         return True
+
+    cdef int _put_staged(self) except -1:
+        """Put the staged index entries (see TxnCore.staged): before a read of
+        posc or ospc, or of the whole store."""
+        cdef int rc
+        if self.write and self.core.txn != NULL:
+            with nogil:
+                rc = put_staged(&self.core)
+            if rc:
+                self._fail(rc, "mdb_put")
+        return 0
+
+    @property
+    def staged(self):
+        """The quads whose posc and ospc entries are staged, not yet put."""
+        return self.core.staged[1].n
+
+    def put_staged(self):
+        """Put the index entries the writes staged (a commit does, first): a
+        caller that can grow a full map and write again calls it before the
+        commit, which would otherwise fail with MapFullError instead."""
+        self._live()
+        self._put_staged()
 
     cdef Scan _scan(self, s, p, o, c, int mode, prefixes, Py_ssize_t chunk_size, uint32_t start=0):
         cdef ScanState st
@@ -1452,6 +1493,7 @@ cdef class Txn:
         cdef MDB_stat st
         cdef int i
         self._live()
+        self._put_staged()
         out = {}
         for i, name in enumerate(DB_NAMES):
             mdb_stat(self.core.txn, self.env.dbi[i], &st)
@@ -1471,6 +1513,7 @@ cdef class Txn:
         """
         cdef int rc = 0
         self._live()
+        self._put_staged()
         result = check_snapshot(self.core.txn, self.env.dbi, max_problems, &rc)
         if rc:
             raise_rc(rc, "check")

@@ -37,6 +37,13 @@ cdef struct TxnCore:
     # NULL: none kept): an older snapshot may not use the writer's table.
     uint64_t snapshot
     const uint64_t* removals
+    # Entries of posc and ospc (in index order) not yet put: staged by the
+    # inserts and put together, sorted, once those of ``stage_max`` quads are
+    # staged, and before anything reads or deletes those indexes or the
+    # transaction commits (put_staged).  Index 0 (spoc) is never staged: it
+    # tells which quads are new.  stage_max 0: every entry put at once.
+    QBuf staged[N_INDEXES]
+    size_t stage_max
 
 cdef enum:
     FILED_ALL = 0xFFFFFFFFU
@@ -61,6 +68,8 @@ cdef inline int release_id(TxnCore* c, uint32_t tid) noexcept nogil:
 
 # index writes
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil
+cdef int put_staged(TxnCore* c) noexcept nogil
+cdef void free_staged(TxnCore* c) noexcept nogil
 cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil
 
 # scans

@@ -4,8 +4,9 @@ term ids (``_termids``):
 
 * index writes: quads sorted and inserted index by index, appending
   whenever the key or value sorts last (LMDB splits a full page in the
-  middle otherwise), and deletes; ``cs`` (graph -> subjects) kept exactly
-  the pairs of the quads;
+  middle otherwise), and deletes; the entries of posc and ospc staged and
+  put several writes' at a time (``stage_entries``); ``cs`` (graph ->
+  subjects) kept exactly the pairs of the quads;
 * scans: a pattern's plan (which index, which key, which leading values)
   and the one cursor walk that every read of quads goes through; a graph's
   quads are its subjects' in spoc, filtered by the graph.
@@ -19,7 +20,7 @@ from lakebench._codec cimport (E_NOMEM, E_CORRUPT, DB_SPOC, DB_CS, IX_SPOC, IX_P
                                ENTRY_VALUE_SIZE, Quad, put_be32, get_be32, ld32, to_entry, pack_entry, spoc_holds,
                                pack_pair,
                                cmp_quad)
-from lakebench._tables cimport qb_free
+from lakebench._tables cimport qb_free, qb_push
 
 
 cdef void core_close_cursors(TxnCore* c) noexcept nogil:
@@ -105,12 +106,83 @@ cdef int graph_pairs(const QBuf* q, QBuf* out) noexcept nogil:
     out.n = m
     return 0
 
+cdef int put_sorted(TxnCore* c, int ix, QBuf* e) noexcept nogil:
+    """Put entries ``e`` of index ``ix`` (sorted here), every one new."""
+    cdef size_t i
+    cdef int rc
+    qsort(e.q, e.n, sizeof(Quad), cmp_quad)
+    for i in range(e.n):
+        rc = put_entry(c, ix, &e.q[i])
+        if rc == MDB_KEYEXIST:
+            return E_CORRUPT   # spoc and this index disagree
+        if rc:
+            return rc
+    return 0
+
+cdef int put_entries(TxnCore* c, const QBuf* q) noexcept nogil:
+    """Put the posc and ospc entries of new quads ``q`` now."""
+    cdef size_t i
+    cdef int rc = 0, ix
+    cdef QBuf e
+    memset(&e, 0, sizeof(QBuf))
+    e.q = <Quad*>malloc(q.n * sizeof(Quad))
+    if e.q == NULL:
+        return E_NOMEM
+    e.n = q.n
+    e.cap = q.n
+    for ix in range(1, N_INDEXES):
+        for i in range(q.n):
+            to_entry(ix, &q.q[i], &e.q[i])
+        rc = put_sorted(c, ix, &e)
+        if rc:
+            break
+    qb_free(&e)
+    return rc
+
+cdef int stage_entries(TxnCore* c, const QBuf* q) noexcept nogil:
+    """Stage the posc and ospc entries of new quads ``q``; put every staged
+    entry once ``c.stage_max`` are staged.
+
+    Why: a write's entries go to many keys of posc and ospc (a predicate's
+    values, an object's), each put a descent from the root of its key's
+    tree; the entries of several writes put in order meet the same pages
+    one after the other, from the cache, where one write's meet each page
+    once, from memory."""
+    cdef size_t i
+    cdef int ix
+    cdef Quad e
+    for ix in range(1, N_INDEXES):
+        for i in range(q.n):
+            to_entry(ix, &q.q[i], &e)
+            if qb_push(&c.staged[ix], e.k, e.a, e.b, e.c):
+                return E_NOMEM
+    if c.staged[1].n >= c.stage_max:
+        return put_staged(c)
+    return 0
+
+cdef int put_staged(TxnCore* c) noexcept nogil:
+    """Put the staged entries (see TxnCore.staged); 0 when none are."""
+    cdef int ix, rc
+    for ix in range(1, N_INDEXES):
+        if c.staged[ix].n:
+            rc = put_sorted(c, ix, &c.staged[ix])
+            c.staged[ix].n = 0
+            if rc:
+                return rc
+    return 0
+
+cdef void free_staged(TxnCore* c) noexcept nogil:
+    """Drop the staged entries and their buffers (the transaction ended)."""
+    cdef int ix
+    for ix in range(N_INDEXES):
+        qb_free(&c.staged[ix])
+
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
     """Insert id quads (s, p, o, c in k, a, b, c) into the three indices
     and their (graph, subject) pairs into cs; ``q`` is left holding the new
     ones, ``added`` their number."""
     cdef size_t i, n, m = 0
-    cdef int rc, ix
+    cdef int rc
     cdef QBuf e
     added[0] = 0
     if q.n == 0:
@@ -132,26 +204,10 @@ cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
     added[0] = m
     if m == 0:
         return 0
-    memset(&e, 0, sizeof(QBuf))
-    e.q = <Quad*>malloc(m * sizeof(Quad))
-    if e.q == NULL:
-        return E_NOMEM
-    e.n = m
-    e.cap = m
-    rc = 0
-    for ix in range(1, N_INDEXES):
-        for i in range(m):
-            to_entry(ix, &q.q[i], &e.q[i])
-        qsort(e.q, m, sizeof(Quad), cmp_quad)
-        for i in range(m):
-            rc = put_entry(c, ix, &e.q[i])
-            if rc == MDB_KEYEXIST:
-                rc = E_CORRUPT   # spoc and this index disagree
-            if rc:
-                break
-        if rc:
-            break
-    qb_free(&e)
+    if c.stage_max:
+        rc = stage_entries(c, q)
+    else:
+        rc = put_entries(c, q)
     if rc:
         return rc
     rc = graph_pairs(q, &e)
@@ -175,6 +231,9 @@ cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil:
     cdef MDB_val k, v
     cdef uint8_t kb[ID_SIZE]
     cdef uint8_t vb[ENTRY_VALUE_SIZE]
+    rc = put_staged(c)
+    if rc:
+        return rc
     for i in range(q.n):
         for ix in range(N_INDEXES):
             to_entry(ix, &q.q[i], &e)

@@ -598,6 +598,7 @@ class LmdbStore:
                     for old in log:
                         old(txn)
                 result = op(txn)
+                txn.put_staged()  # here, where a full map is grown and the writes run again
             except MapFullError:
                 txn.abort()
                 self._grow()
@@ -679,7 +680,8 @@ class LmdbStore:
         return self._batch
 
     def _open_batch(self) -> Txn:
-        if self._stale:
+        if self._stale or (self._batch is not None and not self._batch.active):
+            # (ended by a failure inside LMDB, e.g. a read's put of staged entries)
             self._rebuild()
         elif self._batch is None:
             return self._begin_batch()
@@ -711,6 +713,7 @@ class LmdbStore:
         if self._user:
             raise StoreError("a pending transaction is open")
         self._check_owner()
+        batch = self._put_staged()
         pin = None
         if self._intent is not None:
             self._settle_commit()  # the last commit flushed, its pin let go
@@ -736,9 +739,7 @@ class LmdbStore:
                 self._rebuild(grow=isinstance(exc, MapFullError))
             except Exception as again:  # still stale: the next read or write tries again
                 if isinstance(exc, MapFullError) and no_space(again):  # the map could not grow for it
-                    raise NoSpaceError(f"{self.path}: the batch could not be committed for lack of disk "
-                                       f"space ({again}); the log keeps its writes, and the next open "
-                                       "with space recovers them") from exc
+                    raise self._no_room_to_commit(again) from exc
             raise
         self._count_commit(time.perf_counter() - started, written)
         self._batch_records = 0
@@ -755,6 +756,29 @@ class LmdbStore:
             if flushed or self.env.grow_due():  # growing the map needs no transaction open
                 self._settle_commit()
         self._maybe_grow()
+
+    def _put_staged(self) -> Txn:
+        """Put the index entries the batch's writes staged (a commit's first
+        step): a full map is grown and the batch built again from the log, as
+        for a write; the batch."""
+        for _ in range(_MAX_GROWTHS):
+            try:
+                self._batch.put_staged()
+                return self._batch
+            except MapFullError as exc:
+                full = exc
+            self._stale = True  # the core aborted the batch
+            try:
+                self._rebuild(grow=True)
+            except Exception as again:  # still stale: the next read or write tries again
+                if no_space(again):
+                    raise self._no_room_to_commit(again) from full
+                raise
+        raise MapFullError(-30792, "the map is still full after growing it")
+
+    def _no_room_to_commit(self, why: BaseException) -> NoSpaceError:
+        return NoSpaceError(f"{self.path}: the batch could not be committed for lack of disk space ({why}); "
+                            "the log keeps its writes, and the next open with space recovers them")
 
     def _grow(self) -> None:
         """Grow the map (mapped again): what reads the environment on another thread first done."""

@@ -78,6 +78,9 @@ def fill_disk(mount, leave: int):
 #: time), LAKEsuperior (a module's shared server; the cache it is installed into once), Chromium (a
 #: module's shared browser).  Marked by the marker, or by asking for the fixture.
 SHARED_PROCESSES = {"fcrepo": "fedora_server", "lakesuperior": None, "browser": None}
+#: Modules whose module-scoped fixture is cheap beside their tests, spread over the workers all the
+#: same: the power-loss tests (minutes together) build their tracer once per module (a second).
+SPREAD = {"tests/store/test_powerloss.py"}
 
 
 def _group(item) -> str | None:
@@ -87,9 +90,10 @@ def _group(item) -> str | None:
     for group, fixture in SHARED_PROCESSES.items():
         if item.get_closest_marker(group) or (fixture and fixture in getattr(item, "fixturenames", ())):
             return group
+    module = item.nodeid.split("::", 1)[0]
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    if any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions.values()):
-        return item.nodeid.split("::", 1)[0]
+    if module not in SPREAD and any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions.values()):
+        return module
     return None
 
 

@@ -72,6 +72,58 @@ def fill_disk(mount, leave: int):
     return filler
 
 
+#: Tests that share one expensive process, or that each start one of its kind, and so run in one
+#: worker when the suite is spread over several (``make test``: pytest-xdist's ``--dist loadgroup``):
+#: Fedora's JVM (the session's ``fedora_server``, and the tests that start their own: one JVM at a
+#: time), LAKEsuperior (a module's shared server; the cache it is installed into once), Chromium (a
+#: module's shared browser).  Marked by the marker, or by asking for the fixture.
+SHARED_PROCESSES = {"fcrepo": "fedora_server", "lakesuperior": None, "browser": None}
+#: Modules whose module-scoped fixture is cheap beside their tests, spread over the workers all the
+#: same: the power-loss tests (minutes together) build their tracer once per module (a second).
+SPREAD = {"tests/store/test_powerloss.py"}
+
+
+def _group(item) -> str | None:
+    """The worker group of ``item``: its shared process, else its module when it asks for a fixture
+    made once per module or class (a run, a built report, a server: made once in one worker, as in
+    one process, rather than again in each worker its tests reach), else none (any worker)."""
+    for group, fixture in SHARED_PROCESSES.items():
+        if item.get_closest_marker(group) or (fixture and fixture in getattr(item, "fixturenames", ())):
+            return group
+    module = item.nodeid.split("::", 1)[0]
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if module not in SPREAD and any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions.values()):
+        return module
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection_modifyitems(config, items):
+    # Marked before xdist's own hook reads the marks (without xdist the mark is unknown, and unused).
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            group = _group(item)
+            if group:
+                item.add_marker(pytest.mark.xdist_group(group))
+    yield
+    # xdist's scheduler reads a test's group from its id (``id@group``), which xdist's hook (3.8)
+    # writes where pytest kept the id before 9.2 and reads it no longer: under pytest 9.2 the
+    # groups would be silently ignored (pytest-dev/pytest-xdist#1386).  Written where the id is.
+    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers by --dist loadgroup
+        return
+    for item in items:
+        names = {str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                 for mark in item.iter_markers("xdist_group")}
+        group = "_".join(sorted(names))
+        if group and not item.nodeid.endswith(f"@{group}"):
+            named = f"{item.nodeid}@{group}"
+            if hasattr(type(getattr(item, "_id", None)), "parse"):  # pytest 9.2: a structured id
+                item._id = type(item._id).parse(named)
+            else:
+                item._nodeid = named
+            assert item.nodeid == named, (item.nodeid, named)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # The default run deselects the micro-benchmarks and disables their

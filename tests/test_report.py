@@ -315,6 +315,7 @@ def budget_dir(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.alone  # budget_dir: a run under a budget of wall time
 @pytest.mark.parametrize("image_format", ["png", "svg"])
 def test_cliff_chart_from_a_real_run_under_a_budget(budget_dir, tmp_path, image_format):
     text = report.build_report(budget_dir, tmp_path, image_format=image_format).read_text("utf-8")
@@ -324,6 +325,7 @@ def test_cliff_chart_from_a_real_run_under_a_budget(budget_dir, tmp_path, image_
     assert "A cross marks where a system spent its ingest budget of 200 ms" in text
 
 
+@pytest.mark.alone  # budget_dir
 def test_cliff_chart_from_the_results_alone(budget_dir, tmp_path):
     """A kept run may hold results.json without latencies.csv: the cliff chart then draws each case's
     mean and p99.9 at the children it reached, and says so."""
@@ -338,6 +340,7 @@ def test_cliff_chart_from_the_results_alone(budget_dir, tmp_path):
     assert "A cross marks where a system spent its ingest budget of 200 ms" in caption
 
 
+@pytest.mark.alone  # budget_dir
 def test_children_reached_within_the_budget_table(budget_dir, tmp_path):
     text = report.build_report(budget_dir, tmp_path, image_format="png").read_text("utf-8")
     section = text.split("\nChildren reached within the budget\n---")[1].split("\nCharts\n")[0]

@@ -180,6 +180,7 @@ def _entry(document, name, children):
     return next(s for s in document["systems"] if s["name"] == name and results.case_children(s) == children)
 
 
+@pytest.mark.alone  # budget_run: a run under a budget of wall time
 @pytest.mark.parametrize("name", ["lmdb-nosync", "memory"])
 def test_budget_stops_the_ingest_and_marks_it(budget_run, name):
     out, document = budget_run
@@ -196,6 +197,7 @@ def test_budget_stops_the_ingest_and_marks_it(budget_run, name):
     assert document["settings"]["budget_seconds"] == BUDGET
 
 
+@pytest.mark.alone  # budget_run
 @pytest.mark.parametrize("name", ["lmdb-nosync", "memory"])
 def test_a_larger_case_is_not_run_once_the_budget_ran_out(budget_run, name):
     _, document = budget_run
@@ -206,6 +208,7 @@ def test_a_larger_case_is_not_run_once_the_budget_ran_out(budget_run, name):
     assert skipped["durability"] == _entry(document, name, 5)["durability"]
 
 
+@pytest.mark.alone  # budget_run
 def test_the_table_says_where_the_budget_stopped(budget_run):
     _, document = budget_run
     notes = table.notes(document)
@@ -216,6 +219,7 @@ def test_the_table_says_where_the_budget_stopped(budget_run):
     assert any(n.startswith("memory (30,000 children): not run: the budget ran out at ") for n in notes)
 
 
+@pytest.mark.alone  # budget_run
 def test_checkpoints_recorded_and_kept_out_of_the_ingest_time(budget_run):
     out, document = budget_run
     series = results.load_latencies(out)

@@ -39,6 +39,7 @@ def tls(tmp_path_factory, ca_files):
         server.stop()
 
 
+@pytest.mark.alone  # the read mix runs for 2 s: GETs of children within them
 def test_the_ingest_locustfile_with_credentials_then_the_read_mix(auth_server, tmp_path):
     auth_server.tally.reset()
     env = _environment(**{USER_VARIABLE: USER, PASSWORD_VARIABLE: auth_server.password})

@@ -141,6 +141,7 @@ def test_failed_puts_are_locust_failures_and_links_only_to_created(fake_ldp, tmp
 
 
 @needs_locust
+@pytest.mark.alone  # the read mix runs for 2 s: GETs of children within them
 def test_forked_workers_share_one_dispenser_then_the_read_mix(fake_ldp, tmp_path):
     """Master and two workers (``--processes 2``) send each index once; then the read mix reads what exists."""
     server, base = fake_ldp
@@ -187,6 +188,7 @@ def containment(base_url: str, parent: str) -> int:
 @pytest.mark.fcrepo
 @needs_java
 @needs_locust
+@pytest.mark.alone  # the read mix runs for 2 s: GETs of children within them
 def test_ingest_headless_against_fedora(fedora, tmp_path):
     n = 30
     done = run_locust(INGEST, fedora.base_url, "-u", "3", "-r", "3", "--children", str(n), "--parent", "lc",

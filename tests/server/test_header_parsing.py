@@ -97,6 +97,7 @@ def test_headers_under_the_size_bound_are_parsed_at_once(server, name, pattern):
         assert status < 500 and b"Traceback" not in data, (status, data[:300])
 
 
+@pytest.mark.alone  # a bound of wall time
 def test_the_parsers_are_linear_without_the_bound():
     """Each parser on 800 KB of adversarial text (100 headers of 8 KB, joined):
     under a second each here, in a child process so a quadratic one is stopped."""

@@ -180,6 +180,7 @@ def _faults_per_write(path, map_ahead: int) -> float:
     return sum(faults) / len(faults)
 
 
+@pytest.mark.alone  # the flush and the mapping ahead are given 0.5 s of wall time after each commit
 def test_a_durable_commits_flush_maps_the_next_pages_writable(tmp_path):
     """The writes of a durable batch take new pages past the last committed one, each a page
     fault on its first touch: mapped writable ahead after each commit's flush

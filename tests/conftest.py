@@ -97,31 +97,15 @@ def _group(item) -> str | None:
     return None
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # Marked before xdist's own hook reads the marks (without xdist the mark is unknown, and unused).
+    # Marked before xdist's own hook reads the marks (and writes the group into the test's id);
+    # without xdist the mark is unknown, and unused.
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
             group = _group(item)
             if group:
                 item.add_marker(pytest.mark.xdist_group(group))
-    yield
-    # xdist's scheduler reads a test's group from its id (``id@group``), which xdist's hook (3.8)
-    # writes where pytest kept the id before 9.2 and reads it no longer: under pytest 9.2 the
-    # groups would be silently ignored (pytest-dev/pytest-xdist#1386).  Written where the id is.
-    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers by --dist loadgroup
-        return
-    for item in items:
-        names = {str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-                 for mark in item.iter_markers("xdist_group")}
-        group = "_".join(sorted(names))
-        if group and not item.nodeid.endswith(f"@{group}"):
-            named = f"{item.nodeid}@{group}"
-            if hasattr(type(getattr(item, "_id", None)), "parse"):  # pytest 9.2: a structured id
-                item._id = type(item._id).parse(named)
-            else:
-                item._nodeid = named
-            assert item.nodeid == named, (item.nodeid, named)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -289,6 +289,7 @@ def test_an_unsynced_store_starts_writing_its_commits_pages_back_every_few_commi
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "durable-commit.py")
 
 
+@pytest.mark.alone  # its slowest write's time on the processor and in the run queue, read apart from its wall time
 @pytest.mark.parametrize("mode", ["durable", "durable-pwrite", "nosync"])
 def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     import json
@@ -325,6 +326,7 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.alone  # compares bytes the kernel's write-back sends, which other workers' memory use moves
 def test_the_commit_measurement_script_files_term_ids_in_generations_of_filing_max(tmp_path):
     """--filing-max reaches the store: with generations of 4,096 ids, a run of 1,100 children
     (some 110,000 literals) makes many sweeps, each rewriting t2i's leaves, so its children

@@ -91,8 +91,11 @@ cdef size_t CACHE_AHEAD_STEP = 128 << 10  # what Linux reads per call at least (
 #: million seed children (about 30 KiB a child, 1,024 children a batch, at 100,000).
 MAP_AHEAD = 128 << 20
 #: The quads a write transaction stages the posc and ospc entries of before it puts
-#: them, sorted (``Environment(index_stage=...)``): about twenty seed children's.
-DEFAULT_INDEX_STAGE = 4096
+#: them, sorted (``Environment(index_stage=...)``); 0: none staged.  Off: at 4,096
+#: (about twenty seed children) the mean write at a million unsynced children fell,
+#: but the write that puts the stage waits for twenty children's puts, and p99.9 went
+#: from under 5 ms to 13 ms (docs/store.rst); to be spread over the writes first.
+DEFAULT_INDEX_STAGE = 0
 # Pages mapped per madvise call: the call holds the process's map lock (shared) while it
 # faults them in, and a writer's mmap (a large malloc) waits for that lock.
 cdef size_t MAP_AHEAD_STEP = 2 << 20

@@ -228,6 +228,7 @@ def test_ingest_headless_against_fedora(fedora, tmp_path):
     assert counts[("GET", "GET child")][0] > 0 and counts[("GET", "GET child")][1] == 0
 
 
+@pytest.mark.alone  # locust's processes against Fedora within a time limit, which other workers' load stretches
 @pytest.mark.fcrepo
 @needs_java
 @needs_locust

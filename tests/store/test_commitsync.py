@@ -85,6 +85,7 @@ def test_a_commit_cut_before_its_flush_was_confirmed_is_undone_and_replayed(tmp_
         assert len(_subjects(store)) == 6
 
 
+@pytest.mark.alone  # the writes after the commit count on its flush (a thread) not having failed yet
 @pytest.mark.parametrize("error", [OSError(5, "Input/output error"), LmdbError(5, "mdb_env_sync")],
                          ids=["fdatasync", "msync"])
 def test_a_failed_flush_stops_the_writes_and_the_next_open_recovers_them(tmp_path, monkeypatch, error):

@@ -1194,7 +1194,7 @@ cdef class Txn:
         """Put the staged index entries (see TxnCore.staged): before a read of
         posc or ospc, or of the whole store."""
         cdef int rc
-        if self.write and self.core.txn != NULL:
+        if self.write and self.core.txn != NULL and self.core.staged[1].n:   # (the GIL kept when none are)
             with nogil:
                 rc = put_staged(&self.core)
             if rc:

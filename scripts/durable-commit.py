@@ -16,7 +16,8 @@ hypervisor), and its context switches and page faults; ``slow_writes`` sums thos
 pwrite rather than through the map), ``nosync``; ``--write-back N``: nosync, the committed
 pages' write-back started after every N batch commits (0: left to the kernel's writeback);
 ``--filing-max IDS``: the bound on a generation of term ids filed into t2i at once
-(smaller: more rewrites of its leaves).  By tenth of the children: ``tenths_ms``, the mean
+(smaller: more rewrites of its leaves); ``--index-stage QUADS``: the index entries staged
+and put in order (Environment's ``index_stage``).  By tenth of the children: ``tenths_ms``, the mean
 write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i
 (``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
 dirtied) a child; ``cpu_ms_per_child``, the processor time a child, user and kernel, of the
@@ -39,7 +40,7 @@ import time
 
 import psutil
 
-from lakebench._store import CACHE_AHEAD, MAP_AHEAD
+from lakebench._store import CACHE_AHEAD, DEFAULT_INDEX_STAGE, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary, mean
 from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, WRITE_BACK_EVERY, LmdbStore
@@ -123,6 +124,10 @@ def main() -> int:
     parser.add_argument("--filing-max", type=int, default=DEFAULT_FILING_MAX, metavar="IDS",
                         help="the most unfiled term ids a sweep files into t2i at once (LmdbStore's filing_max; "
                              f"default {DEFAULT_FILING_MAX:,}): smaller, each t2i leaf is rewritten more often")
+    parser.add_argument("--index-stage", type=int, default=DEFAULT_INDEX_STAGE, metavar="QUADS",
+                        help="the quads whose posc and ospc entries a write transaction stages before it sorts "
+                             f"them and puts them a share at each write (Environment's index_stage; default "
+                             f"{DEFAULT_INDEX_STAGE:,}; 0: each write's put at once)")
     parser.add_argument("--slow-ms", type=float, default=10.0,
                         help="a write that took this long or more keeps its thread's accounting (default 10)")
     args = parser.parse_args()
@@ -141,6 +146,7 @@ def main() -> int:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
                           filing_lag=min(DEFAULT_FILING_LAG, args.filing_max), filing_max=args.filing_max)
+        store.env.index_stage = args.index_stage
         batch_writes = store.batch_writes
         store.write(lambda txn: txn.add_graph(parent))
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)

@@ -41,6 +41,7 @@ from lakebench._scan cimport Scan, open_scan
 from lakebench._errors cimport raise_rc
 from lakebench._upgrade cimport graphs_from_cspo
 from lakebench._txncore cimport (TxnCore, ScanState, FILED_ALL, core_close_cursors, insert_quads, put_staged,
+                                 staged_quads, STAGE_SHARES,
                                  free_staged, delete_quads, plan_scan, scan_open, scan_close, scan_next, scan_count,
                                  count_triples, release_id)
 from lakebench._termids cimport (lookup_id, resolve_id, resolve_table, merge_cache, unfiled_span, file_terms,
@@ -90,12 +91,18 @@ cdef size_t CACHE_AHEAD_STEP = 128 << 10  # what Linux reads per call at least (
 #: :meth:`Environment.map_ahead` maps the file writable, two batches' new pages at a
 #: million seed children (about 30 KiB a child, 1,024 children a batch, at 100,000).
 MAP_AHEAD = 128 << 20
-#: The quads a write transaction stages the posc and ospc entries of before it puts
-#: them, sorted (``Environment(index_stage=...)``); 0: none staged.  Off: at 4,096
-#: (about twenty seed children) the mean write at a million unsynced children fell,
-#: but the write that puts the stage waits for twenty children's puts, and p99.9 went
-#: from under 5 ms to 13 ms (docs/store.rst); to be spread over the writes first.
-DEFAULT_INDEX_STAGE = 0
+#: The quads a write transaction stages the posc and ospc entries of before it sorts
+#: them and puts them, a share at each following write (``Environment(index_stage=...)``);
+#: 0: none staged.  4,096: about twenty seed children.  A million unsynced children
+#: (scripts/durable-commit.py, docs/store.rst): the last tenth's mean write 1.17 ms,
+#: p99.9 4.59 ms, against 1.32 and 1.36 ms, 4.62 and 4.92 ms in two runs unstaged.  Put
+#: at once rather than spread, the write that put a stage waited for twenty children's
+#: puts (p99.9 13.3 ms).
+DEFAULT_INDEX_STAGE = 4096
+#: A stage closed (``Txn.stage_closed``) is empty after this many more writes: each
+#: drains at least a sixteenth of a full stage.  The store closes its batch's stage this
+#: many writes before the commit, which then has nothing staged to put.
+STAGE_DRAIN_WRITES = 2 * STAGE_SHARES
 # Pages mapped per madvise call: the call holds the process's map lock (shared) while it
 # faults them in, and a writer's mmap (a large malloc) waits for that lock.
 cdef size_t MAP_AHEAD_STEP = 2 << 20
@@ -144,9 +151,10 @@ cdef class Environment:
     Any other writer files them all at its first new term.
 
     ``index_stage``: a write transaction's entries of posc and ospc are
-    staged and put together, sorted, once those of this many quads are (and
-    before the transaction reads or deletes from those indexes, or commits;
-    see _txncore's ``stage_entries``); 0: each write's put at once.
+    staged; once those of this many quads are, they are sorted and put a
+    share at each following write (all of them before the transaction reads
+    or deletes from those indexes, or commits; see _txncore's
+    ``stage_entries``); 0: each write's put at once.
     """
     cdef MDB_env* env
     cdef MDB_dbi dbi[N_DBS]
@@ -1194,7 +1202,7 @@ cdef class Txn:
         """Put the staged index entries (see TxnCore.staged): before a read of
         posc or ospc, or of the whole store."""
         cdef int rc
-        if self.write and self.core.txn != NULL and self.core.staged[1].n:   # (the GIL kept when none are)
+        if self.write and self.core.txn != NULL and staged_quads(&self.core):   # (the GIL kept when none are)
             with nogil:
                 rc = put_staged(&self.core)
             if rc:
@@ -1204,7 +1212,18 @@ cdef class Txn:
     @property
     def staged(self):
         """The quads whose posc and ospc entries are staged, not yet put."""
-        return self.core.staged[1].n
+        return staged_quads(&self.core)
+
+    @property
+    def stage_closed(self):
+        """Whether this transaction's writes put their own index entries at once
+        and drain the staged ones (see STAGE_DRAIN_WRITES) instead of staging
+        theirs."""
+        return self.core.stage_closed
+
+    @stage_closed.setter
+    def stage_closed(self, bint closed):
+        self.core.stage_closed = closed
 
     def put_staged(self):
         """Put the index entries the writes staged (a commit does, first): a

@@ -37,16 +37,27 @@ cdef struct TxnCore:
     # NULL: none kept): an older snapshot may not use the writer's table.
     uint64_t snapshot
     const uint64_t* removals
-    # Entries of posc and ospc (in index order) not yet put: staged by the
-    # inserts and put together, sorted, once those of ``stage_max`` quads are
-    # staged, and before anything reads or deletes those indexes or the
-    # transaction commits (put_staged).  Index 0 (spoc) is never staged: it
-    # tells which quads are new.  stage_max 0: every entry put at once.
+    # Entries of posc and ospc (in index order) not yet put (see _txncore's
+    # stage_entries): ``staged`` gathers the new quads' entries; once those
+    # of ``stage_max`` quads are there, they are sorted and become
+    # ``draining``, put a share at each following write (from
+    # ``drained`` on).  Everything is put before anything reads or deletes
+    # those indexes, and at the commit (put_staged).  Index 0 (spoc) is never
+    # staged: it tells which quads are new.  stage_max 0: every entry put at
+    # once.  ``stage_closed``: the writes stage nothing more and drain what
+    # is staged (the last writes before a commit, which then has little to put).
     QBuf staged[N_INDEXES]
+    QBuf draining[N_INDEXES]
+    size_t drained[N_INDEXES]
     size_t stage_max
+    bint stage_closed
 
 cdef enum:
     FILED_ALL = 0xFFFFFFFFU
+    # Each write drains at least 1/STAGE_SHARES of a full stage (and twice
+    # what it staged): a stage closed before a commit is empty after at most
+    # 2 * STAGE_SHARES writes (what was draining, then what was staged).
+    STAGE_SHARES = 16
 
 cdef inline int core_cursor(TxnCore* c, int db, MDB_cursor** out) noexcept nogil:
     """The transaction's cursor on sub-database ``db``, opened on first use."""
@@ -69,6 +80,7 @@ cdef inline int release_id(TxnCore* c, uint32_t tid) noexcept nogil:
 # index writes
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil
 cdef int put_staged(TxnCore* c) noexcept nogil
+cdef size_t staged_quads(const TxnCore* c) noexcept nogil
 cdef void free_staged(TxnCore* c) noexcept nogil
 cdef int delete_quads(TxnCore* c, QBuf* q) noexcept nogil
 

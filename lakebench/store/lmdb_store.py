@@ -57,6 +57,7 @@ from typing import Callable, Iterable, Iterator
 from lakebench._store import (
     CACHE_AHEAD,
     MAP_AHEAD,
+    STAGE_DRAIN_WRITES,
     Environment,
     LmdbError,
     MapFullError,
@@ -619,6 +620,9 @@ class LmdbStore:
             self._settle_commit()  # the last commit is flushed: its pages may be reused
         for _ in range(_MAX_GROWTHS):
             batch = self._open_batch()
+            # The batch's last writes stage no index entries and drain those staged,
+            # so that its commit (the write that waits longest) has none left to put.
+            batch.stage_closed = self._batch_records >= self.batch_writes - STAGE_DRAIN_WRITES
             # Written in place: blocks for what this write may add to the batch, before it
             # writes (twice the batch's log for its long terms' overflow pages, and a write's).
             self.env.ensure_room(2 * self._log.size + _WRITE_ROOM)

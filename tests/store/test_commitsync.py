@@ -305,7 +305,9 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert report["rss_anon_bytes"] > 0
     assert 0 <= report["after_commit_major_faults"] <= report["major_faults"]
     assert len(report["slowest"]) == 10 and abs(report["slowest"][0]["ms"] - report["per_resource_ms"]["max"]) < 0.001
-    assert report["committing_ms"]["p50"] > 0 and sum(s["committed"] for s in report["slowest"]) <= 1
+    # (the close's commit is no timed write: among the slowest, at most the others)
+    assert report["committing_ms"]["p50"] > 0
+    assert sum(s["committed"] for s in report["slowest"]) <= report["batch_commits"]["count"] - 1
     assert report["cache_ahead"] > 0 and report["write_back"] == (WRITE_BACK_EVERY if mode == "nosync" else None)
     # the bytes each tenth's children dirtied: every write adds pages (its log record, its batch's)
     assert len(report["written_kib_per_child"]) == 10 and all(k > 0 for k in report["written_kib_per_child"])

@@ -229,13 +229,13 @@ def test_check_survives_random_byte_flips(store_dir, tmp_path):
 
 
 def test_the_walk_stops_when_damaged_pages_loop(store_dir, tmp_path):
-    """Seed 960's flips make a cursor walk of i2l come back round forever
-    (seeds 205, 40, 150 and 12 did it to i2l, i2t and t2i in earlier layouts):
+    """Seed 212's flips make a cursor walk of i2l come back round forever
+    (seeds 960, 205, 40, 150 and 12 did it to i2l, i2t and t2i in earlier layouts):
     the checker stops after the entries the tree records, and says so."""
     copy = _copy(store_dir, tmp_path)
-    _flip_anywhere(copy, 960)
+    _flip_anywhere(copy, 212)
     result = _check(copy)
-    _assert_survived(result, "seed 960")
+    _assert_survived(result, "seed 212")
     assert result.returncode == 1 and "problem(s)" in result.stdout
     # the CLI lists the first 100 problems; the loop is found after them
     from lakebench.process import call_in_child

@@ -1,6 +1,7 @@
 """The posc and ospc entries a write transaction stages (``Environment.index_stage``):
-put, sorted, once enough are staged, before anything reads or deletes from those
-indexes, and at the commit; so a store holds the very same entries whatever its stage.
+sorted once enough are staged and put a share at each following write, all of them
+before anything reads or deletes from those indexes and at the commit, and none left
+for a batch's commit; so a store holds the very same entries whatever its stage.
 """
 from __future__ import annotations
 
@@ -51,9 +52,12 @@ def _history(store: LmdbStore) -> list:
 def test_a_store_holds_the_same_entries_whatever_its_stage(tmp_path, mode):
     durability = "nosync" if mode == "log nosync" else "durable"
     stores = {}
-    for stage in (0, 1, 150, 4096):
+    # A child is 200 quads: 1 and 150 put each write's at once, 450 and 1,000 fill
+    # and drain while the batch's stage is open, 4,096 only once it is closed.
+    for stage in (0, 1, 150, 450, 1000, 4096):
         path = tmp_path / f"stage{stage}"
-        with LmdbStore(path, durability=durability, log=mode != "no log", batch_writes=16) as store:
+        with LmdbStore(path, durability=durability, log=mode != "no log",
+                       batch_writes=_store.STAGE_DRAIN_WRITES + 12) as store:
             store.env.index_stage = stage
             if mode == "pending":
                 store.begin()
@@ -91,7 +95,7 @@ def test_reads_of_posc_and_ospc_put_the_staged_entries_first(tmp_path):
         assert store.write(write) == [200, 200, 2, 0, 1, 1, 0]
 
 
-def test_the_stage_puts_once_it_holds_index_stage_quads(tmp_path):
+def test_a_full_stage_is_put_a_share_at_each_following_write(tmp_path):
     with LmdbStore(tmp_path / "s", durability="nosync") as store:
         store.env.index_stage = 450
 
@@ -100,8 +104,28 @@ def test_the_stage_puts_once_it_holds_index_stage_quads(tmp_path):
             for child in CHILDREN:
                 txn.ingest_ntriples(child.ntriples, iri(child.uri))
                 counts.append(txn.staged)
-                if len(counts) == 5:
+                if len(counts) == 6:
                     return counts
 
-        assert store.write(write) == [200, 400, 0, 200, 400]   # the third write put 600
-        assert store.count(p=LIT_P0) == 2 * 5
+        # the third fills the stage and puts twice its own 200 of the 600; the fourth
+        # stages its 200 and puts the other 200; the sixth fills it again
+        assert store.write(write) == [200, 400, 200, 200, 400, 200]
+        assert store.count(p=LIT_P0) == 2 * 6
+
+
+def test_a_batchs_last_writes_drain_the_stage_and_its_commit_finds_none(tmp_path):
+    batch = _store.STAGE_DRAIN_WRITES + 4
+    with LmdbStore(tmp_path / "s", durability="nosync", batch_writes=batch) as store:
+        store.env.index_stage = 4096   # twenty children: never full in the batch's 4 open writes
+        seen = []
+        for child in CHILDREN:
+            store.ingest(child.ntriples, child.uri)
+            seen.append(store.write(lambda txn: (txn.staged, txn.stage_closed)))  # (nothing logged)
+        commits = store.batch_commits["count"]
+    # the state before each write: open for the first 4, closed for the last 32
+    assert [closed for _, closed in seen[:batch - 1]] == [False] * 3 + [True] * (batch - 4)
+    assert [staged for staged, _ in seen[:4]] == [200, 400, 600, 800]
+    assert seen[batch - 2] == (0, True)    # before the write that commits: nothing staged
+    assert seen[batch - 1] == (0, False)   # a new batch
+    assert commits == 1
+    assert check(tmp_path / "s") == []

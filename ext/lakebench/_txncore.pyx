@@ -6,8 +6,8 @@ term ids (``_termids``):
   whenever the key or value sorts last (LMDB splits a full page in the
   middle otherwise), and deletes; the entries of posc and ospc, when the
   environment asks for it, staged, sorted several writes' at a time and
-  put a share at each write (``stage_entries``); ``cs`` (graph -> subjects) kept exactly the pairs
-  of the quads;
+  put a share at each write (``stage_entries``); ``cs`` (graph ->
+  subjects) kept exactly the pairs of the quads;
 * scans: a pattern's plan (which index, which key, which leading values)
   and the one cursor walk that every read of quads goes through; a graph's
   quads are its subjects' in spoc, filtered by the graph.

@@ -48,7 +48,7 @@ cdef struct TxnCore:
     # is staged (the last writes before a commit, which then has little to put).
     QBuf staged[N_INDEXES]
     QBuf draining[N_INDEXES]
-    size_t drained[N_INDEXES]
+    size_t drained            # (the same place in both: they hold the same quads)
     size_t stage_max
     bint stage_closed
 

@@ -177,7 +177,7 @@ cdef int drain_stage(TxnCore* c, size_t share) noexcept nogil:
     cdef int ix, rc
     cdef size_t end
     cdef QBuf full
-    if c.drained[1] >= c.draining[1].n:
+    if c.drained >= c.draining[1].n:
         if c.staged[1].n == 0 or (c.staged[1].n < c.stage_max and not c.stage_closed):
             return 0
         for ix in range(1, N_INDEXES):   # swap the buffers: no copy, no allocation
@@ -185,36 +185,33 @@ cdef int drain_stage(TxnCore* c, size_t share) noexcept nogil:
             c.staged[ix] = c.draining[ix]
             c.staged[ix].n = 0
             c.draining[ix] = full
-            c.drained[ix] = 0
             sort_entries(&c.draining[ix])
+        c.drained = 0
+    end = min(c.draining[1].n, c.drained + share)
     for ix in range(1, N_INDEXES):
-        end = min(c.draining[ix].n, c.drained[ix] + share)
-        rc = put_run(c, ix, &c.draining[ix], c.drained[ix], end)
+        rc = put_run(c, ix, &c.draining[ix], c.drained, end)
         if rc:
             return rc
-        c.drained[ix] = end
+    c.drained = end
     return 0
 
 cdef size_t staged_quads(const TxnCore* c) noexcept nogil:
     """The quads whose posc and ospc entries are staged or draining, not yet put."""
-    return c.staged[1].n + (c.draining[1].n - c.drained[1])
+    return c.staged[1].n + (c.draining[1].n - c.drained)
 
 cdef int put_staged(TxnCore* c) noexcept nogil:
     """Put every staged entry (see TxnCore.staged): what is draining, then
     the rest, sorted; 0 when none are."""
     cdef int ix, rc
     for ix in range(1, N_INDEXES):
-        if c.drained[ix] < c.draining[ix].n:
-            rc = put_run(c, ix, &c.draining[ix], c.drained[ix], c.draining[ix].n)
-            c.drained[ix] = c.draining[ix].n
-            if rc:
-                return rc
-        if c.staged[ix].n:
+        rc = put_run(c, ix, &c.draining[ix], c.drained, c.draining[ix].n)
+        if rc == 0 and c.staged[ix].n:
             sort_entries(&c.staged[ix])
             rc = put_run(c, ix, &c.staged[ix], 0, c.staged[ix].n)
-            c.staged[ix].n = 0
-            if rc:
-                return rc
+        c.staged[ix].n = 0
+        if rc:
+            return rc
+    c.drained = c.draining[1].n
     return 0
 
 cdef void free_staged(TxnCore* c) noexcept nogil:
@@ -223,7 +220,7 @@ cdef void free_staged(TxnCore* c) noexcept nogil:
     for ix in range(N_INDEXES):
         qb_free(&c.staged[ix])
         qb_free(&c.draining[ix])
-        c.drained[ix] = 0
+    c.drained = 0
 
 cdef int insert_quads(TxnCore* c, QBuf* q, size_t* added) noexcept nogil:
     """Insert id quads (s, p, o, c in k, a, b, c) into the three indices

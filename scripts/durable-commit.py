@@ -16,7 +16,9 @@ hypervisor), and its context switches and page faults; ``slow_writes`` sums thos
 pwrite rather than through the map), ``nosync``; ``--write-back N``: nosync, the committed
 pages' write-back started after every N batch commits (0: left to the kernel's writeback);
 ``--filing-max IDS``: the bound on a generation of term ids filed into t2i at once
-(smaller: more rewrites of its leaves); ``--index-stage QUADS``: the index entries staged
+(smaller: more rewrites of its leaves); ``--filing-lag IDS``: the fewest unfiled ids that make a
+generation (both at 2^30: no id filed into t2i in a million children, its table of unfiled ids
+holding them all); ``--index-stage QUADS``: the index entries staged
 and put in order (Environment's ``index_stage``).  By tenth of the children: ``tenths_ms``, the mean
 write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i
 (``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
@@ -124,6 +126,9 @@ def main() -> int:
     parser.add_argument("--filing-max", type=int, default=DEFAULT_FILING_MAX, metavar="IDS",
                         help="the most unfiled term ids a sweep files into t2i at once (LmdbStore's filing_max; "
                              f"default {DEFAULT_FILING_MAX:,}): smaller, each t2i leaf is rewritten more often")
+    parser.add_argument("--filing-lag", type=int, default=None, metavar="IDS",
+                        help="the fewest unfiled term ids that make a generation (LmdbStore's filing_lag; "
+                             f"default {DEFAULT_FILING_LAG:,}, or --filing-max when smaller)")
     parser.add_argument("--index-stage", type=int, default=DEFAULT_INDEX_STAGE, metavar="QUADS",
                         help="the quads whose posc and ospc entries a write transaction stages before it sorts "
                              f"them and puts them a share at each write (Environment's index_stage; default "
@@ -142,10 +147,11 @@ def main() -> int:
     clock = ThreadClock()
     tenth = max(1, args.children // 10)
     marks = [tenth_mark(None)]  # at the start and after each tenth
+    filing_lag = min(DEFAULT_FILING_LAG, args.filing_max) if args.filing_lag is None else args.filing_lag
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
-                          filing_lag=min(DEFAULT_FILING_LAG, args.filing_max), filing_max=args.filing_max)
+                          filing_lag=filing_lag, filing_max=args.filing_max)
         store.env.index_stage = args.index_stage
         batch_writes = store.batch_writes
         store.write(lambda txn: txn.add_graph(parent))
@@ -198,7 +204,7 @@ def main() -> int:
                       # a write's first touch of a page the page cache lacks (a new page of the
                       # map, unless cached ahead): all writes', and those after a commit
                       "major_faults": sum(faults),
-                      "filing_max": args.filing_max,
+                      "filing_max": args.filing_max, "filing_lag": filing_lag,
                       "tenths_ms": [round(mean(seconds[k * tenth:(k + 1) * tenth]) * 1000, 4)
                                     for k in range(len(marks) - 1)],
                       # by tenth: filing term ids, bytes written (pages dirtied, the map's included), processor time

@@ -343,6 +343,10 @@ def test_the_commit_measurement_script_files_term_ids_in_generations_of_filing_m
 
     small, default = run("--filing-max", "4096"), run()
     assert small["filing_max"] == 4096 and default["filing_max"] == 1 << 22
+    assert small["filing_lag"] == 4096 and default["filing_lag"] == 1 << 20
+    # --filing-lag reaches it too: with generations of at least 4,096 ids and at most 2^22, sweeps again
+    lagged = run("--filing-lag", "4096")
+    assert lagged["filing_lag"] == 4096 and lagged["term_filing"]["seconds"] > default["term_filing"]["seconds"]
     assert sum(small["written_kib_per_child"][5:]) > sum(default["written_kib_per_child"][5:])
     # the sweeps' time is counted in the writes that filed them
     assert small["term_filing"]["seconds"] > default["term_filing"]["seconds"]

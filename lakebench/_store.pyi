@@ -46,11 +46,13 @@ class Environment:
     filing_lag: int
     filing_max: int
     index_stage: int
+    young_level: bool
     terms_removed: int
     open_txns: int
     def __init__(self, path: str | bytes, *, map_size: int = ..., durability: str = ..., readonly: bool = ...,
                  max_readers: int = ..., writemap: bool = ..., defer_filing: bool = ...,
-                 filing_lag: int = ..., filing_max: int = ..., index_stage: int = ...) -> None: ...
+                 filing_lag: int = ..., filing_max: int = ..., index_stage: int = ...,
+                 young_level: bool = ...) -> None: ...
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...

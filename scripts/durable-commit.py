@@ -18,7 +18,8 @@ pages' write-back started after every N batch commits (0: left to the kernel's w
 ``--filing-max IDS``: the bound on a generation of term ids filed into t2i at once
 (smaller: more rewrites of its leaves); ``--filing-lag IDS``: the fewest unfiled ids that make a
 generation (both at 2^30: no id filed into t2i in a million children, its table of unfiled ids
-holding them all); ``--index-stage QUADS``: the index entries staged
+holding them all); ``--young-level``: the sweeps file into t2i's young level, merged into t2i
+one pass every few generations; ``--index-stage QUADS``: the index entries staged
 and put in order (Environment's ``index_stage``).  By tenth of the children: ``tenths_ms``, the mean
 write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i
 (``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
@@ -46,7 +47,7 @@ from lakebench._store import CACHE_AHEAD, DEFAULT_INDEX_STAGE, MAP_AHEAD
 from lakebench.dataset import LDP_CONTAINS, DataSet
 from lakebench.results.stats import latency_summary, mean
 from lakebench.store import DEFAULT_BATCH_WRITES, UNSYNCED_BATCH_WRITES, WRITE_BACK_EVERY, LmdbStore
-from lakebench.store.lmdb_store import DEFAULT_FILING_LAG, DEFAULT_FILING_MAX
+from lakebench.store.lmdb_store import DEFAULT_FILING_LAG, DEFAULT_FILING_MAX, YOUNG_LEVEL
 from lakebench.store.terms import iri
 
 MODES = {"durable": ("durable", None), "durable-pwrite": ("durable", False), "nosync": ("nosync", None)}
@@ -129,6 +130,9 @@ def main() -> int:
     parser.add_argument("--filing-lag", type=int, default=None, metavar="IDS",
                         help="the fewest unfiled term ids that make a generation (LmdbStore's filing_lag; "
                              f"default {DEFAULT_FILING_LAG:,}, or --filing-max when smaller)")
+    parser.add_argument("--young-level", action=argparse.BooleanOptionalAction, default=YOUNG_LEVEL,
+                        help="file new term ids into t2i's young level and merge it into t2i (LmdbStore's "
+                             f"young_level; default {'on' if YOUNG_LEVEL else 'off'})")
     parser.add_argument("--index-stage", type=int, default=DEFAULT_INDEX_STAGE, metavar="QUADS",
                         help="the quads whose posc and ospc entries a write transaction stages before it sorts "
                              f"them and puts them a share at each write (Environment's index_stage; default "
@@ -151,7 +155,8 @@ def main() -> int:
     try:
         store = LmdbStore(args.dir, durability=durability, writemap=writemap, cache_ahead=args.cache_ahead,
                           batch_writes=args.batch_writes, write_back=args.write_back, map_ahead=args.map_ahead,
-                          filing_lag=filing_lag, filing_max=args.filing_max)
+                          filing_lag=filing_lag, filing_max=args.filing_max,
+                          young_level=args.young_level)
         store.env.index_stage = args.index_stage
         batch_writes = store.batch_writes
         store.write(lambda txn: txn.add_graph(parent))
@@ -204,7 +209,7 @@ def main() -> int:
                       # a write's first touch of a page the page cache lacks (a new page of the
                       # map, unless cached ahead): all writes', and those after a commit
                       "major_faults": sum(faults),
-                      "filing_max": args.filing_max, "filing_lag": filing_lag,
+                      "filing_max": args.filing_max, "filing_lag": filing_lag, "young_level": args.young_level,
                       "tenths_ms": [round(mean(seconds[k * tenth:(k + 1) * tenth]) * 1000, 4)
                                     for k in range(len(marks) - 1)],
                       # by tenth: filing term ids, bytes written (pages dirtied, the map's included), processor time

@@ -24,7 +24,7 @@ from libc.stdlib cimport calloc, free
 
 from liblmdb cimport *
 from lakebench._tables cimport HTable, ht_add, ht_home, ht_next, ht_free
-from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
+from lakebench._codec cimport (E_NOMEM, DB_META, DB_T2I, DB_T2Y0, DB_T2Y1, DB_I2T, DB_I2L, ID_LITERAL, id_seq, is_literal_term,
                                DB_SPOC, DB_CS, DB_GRAPHS, IX_SPOC, N_INDEXES, ID_SIZE, E_CORRUPT, Quad, put_be32, spoc_holds,
                                pack_pair,
                                get_be32, put_be64, get_be64, ld32, to_entry, pack_entry, unpack_entry,
@@ -45,6 +45,10 @@ cdef struct Check:
     uint32_t filed        # the last id filed in t2i (0xFFFFFFFFU: every id) ...
     uint32_t sweep_upto   # ... and those up to sweep_upto whose hash is below sweep_pos
     uint64_t sweep_pos
+    int young_cur         # the young tree the sweeps file into; a merge pass under way ...
+    uint32_t merge_from   # ... (0: none) has copied the other's ids below merge_pos into t2i
+    uint64_t merge_pos
+    size_t copied         # filed ids in t2i and in the young tree a pass copies (counted once in filed_terms)
     size_t terms
     size_t filed_terms
     size_t unfiled_terms
@@ -85,6 +89,10 @@ cdef enum:
     K_MISSING_PAIR   # a quad's (graph, subject) not in cs
     K_STALE_PAIR     # a pair of cs that no quad holds
     K_UNKNOWN_GRAPH  # a declared graph (graphs) whose id names no term
+    K_FILED_TWICE    # a filed id in two of t2i and its young trees (b: which, a bit each) where no pass copies it
+    K_BAD_MERGE      # meta's terms_merging
+    K_NOT_COPIED     # a filed id below a merge pass's position in the young tree it copies, not in t2i
+    K_YOUNG_LEFT     # with no merge pass, ids in the young tree the sweeps do not file into
 
 cdef void problem(Check* ck, int code, uint32_t a, uint32_t b, uint32_t c, uint32_t d, int ix) noexcept nogil:
     ck.total_problems += 1
@@ -105,31 +113,53 @@ cdef enum:
     W_CS
     W_I2L
     W_GRAPHS
+    W_T2Y0
+    W_T2Y1
+
+# The hash index's trees, in the order a lookup does not follow but the
+# checker does: t2i, then the young level's two (indexes into ``trees``).
+cdef int N_HASH_TREES = 3
+cdef int HASH_TREE_DB[3]
+HASH_TREE_DB[:] = [DB_T2I, DB_T2Y0, DB_T2Y1]
+cdef int HASH_TREE_W[3]
+HASH_TREE_W[:] = [W_T2I, W_T2Y0, W_T2Y1]
 
 cdef str _problem_text(Problem* p):
     names = ("spoc", "posc", "ospc")
-    walked = ("i2t", "t2i", "spoc", "cs", "i2l", "graphs")  # by W_*
+    walked = ("i2t", "t2i", "spoc", "cs", "i2l", "graphs", "t2y0", "t2y1")  # by W_*
     quad = f"(s={p.a}, p={p.b}, o={p.c}, c={p.d})"
     if p.code == K_BAD_TERM:
         return f"term {p.a}: invalid encoding"
     if p.code == K_TERM_NOT_HASHED:
         return f"term {p.a}: missing from the hash index t2i"
     if p.code == K_HASH_DANGLING:
-        return f"t2i: an entry points to term id {p.a}, which does not exist"
+        return f"{walked[p.ix]}: an entry points to term id {p.a}, which does not exist"
     if p.code == K_HASH_WRONG:
-        return f"t2i: term {p.a} is filed under a hash that is not its own"
+        return f"{walked[p.ix]}: term {p.a} is filed under a hash that is not its own"
     if p.code == K_DUPLICATE_TERM:
         return f"terms {p.a} and {p.b} are the same term stored twice"
     if p.code == K_COUNT_TERMS:
+        if p.ix:   # the young level holds ids
+            return (f"t2i and its young level hold {p.a} entries but i2t and i2l hold {p.b} terms filed in them "
+                    f"(an id a merge pass copied counts twice)")
         return f"t2i holds {p.a} entries but i2t and i2l hold {p.b} terms filed in it"
     if p.code == K_UNFILED_HASHED:
-        return f"term {p.a}: in t2i, though not filed (the last filed id is {p.b})"
+        return f"term {p.a}: in {walked[p.ix]}, though not filed (the last filed id is {p.b})"
     if p.code == K_HASH_BEYOND_FILED:
-        return f"t2i: an entry points to term id {p.a}, which is not filed (the last filed id is {p.b})"
+        return f"{walked[p.ix]}: an entry points to term id {p.a}, which is not filed (the last filed id is {p.b})"
     if p.code == K_BAD_SWEEP:
         return f"meta: terms_filing is damaged (the sweep's last id {p.a}, the last filed id {p.b})"
     if p.code == K_FILED_BEYOND_LAST:
         return f"meta: terms_filed is {p.a}, above the last term id ({p.b})"
+    if p.code == K_FILED_TWICE:
+        trees = " and ".join(walked[HASH_TREE_W[i]] for i in range(N_HASH_TREES) if p.b >> i & 1)
+        return f"term {p.a}: filed twice, in {trees}"
+    if p.code == K_BAD_MERGE:
+        return f"meta: terms_merging is damaged (the pass's first id {p.a}, the last id {p.b})"
+    if p.code == K_YOUNG_LEFT:
+        return f"{walked[p.ix]}: holds ids ({p.a:,}) though no merge pass copies it and the sweeps file into the other"
+    if p.code == K_NOT_COPIED:
+        return f"term {p.a}: in {walked[p.ix]} below the merge pass's position, but not copied into t2i"
     if p.code == K_BAD_FILED:
         return "meta: terms_filed is not a term id (wrong size)"
     if p.code == K_MISSING_ENTRY:
@@ -158,7 +188,7 @@ cdef str _problem_text(Problem* p):
     return f"problem {p.code}"
 
 cdef inline bint is_filed(Check* ck, uint32_t tid, uint64_t h) noexcept nogil:
-    """Whether id ``tid`` (of hash ``h``) must be in t2i."""
+    """Whether id ``tid`` (of hash ``h``) must be in t2i (or its young level)."""
     tid = id_seq(tid)
     return tid <= ck.filed or (tid <= ck.sweep_upto and h < ck.sweep_pos)
 
@@ -184,19 +214,67 @@ cdef int last_key_seq(MDB_txn* txn, MDB_dbi dbi, uint32_t* m) noexcept nogil:
     mdb_cursor_close(cur)
     return 0 if rc == 0 or rc == MDB_NOTFOUND else rc
 
-cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* unfiled,
+cdef inline bint copied_by_pass(Check* ck, uint64_t h) noexcept nogil:
+    """Whether a merge pass under way has copied the ids of hash ``h`` of the
+    young tree it copies (the one the sweeps do not file into) into t2i."""
+    return ck.merge_from != 0 and h < ck.merge_pos
+
+cdef int hash_ids(MDB_cursor* cur, int tree, uint64_t h, uint32_t* ids, size_t most, size_t* n) noexcept nogil:
+    """Append to ``ids`` (``n`` held, ``most`` at most) the ids filed under
+    hash ``h`` in hash tree ``tree`` (0: t2i; 1, 2: the young trees, whose
+    keys are hash and id), read through ``cur``."""
+    cdef MDB_val k, v
+    cdef uint8_t hk[8]
+    cdef int rc
+    put_be64(hk, h)
+    k.mv_data = hk
+    k.mv_size = 8
+    if tree == 0:
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY)
+        while rc == 0 and n[0] < most:
+            if v.mv_size == 4:
+                ids[n[0]] = get_be32(<uint8_t*>v.mv_data)
+                n[0] += 1
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
+    else:
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)   # hash alone sorts first
+        while rc == 0 and n[0] < most:
+            if k.mv_size != 12 or get_be64(<uint8_t*>k.mv_data) != h:
+                break
+            ids[n[0]] = get_be32(<uint8_t*>k.mv_data + 8)
+            n[0] += 1
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    return 0 if rc == 0 or rc == MDB_NOTFOUND else rc
+
+cdef int hash_entry_rc(MDB_cursor* cur, int tree, uint64_t h, uint32_t tid) noexcept nogil:
+    """0 when hash tree ``tree`` holds (``h``, ``tid``), MDB_NOTFOUND when not."""
+    cdef MDB_val k, v
+    cdef uint8_t kb[12]
+    put_be64(kb, h)
+    put_be32(kb + 8, tid)
+    k.mv_data = kb
+    if tree == 0:
+        k.mv_size = 8
+        v.mv_data = kb + 8
+        v.mv_size = 4
+        return mdb_cursor_get(cur, &k, &v, MDB_GET_BOTH)
+    k.mv_size = 12
+    return mdb_cursor_get(cur, &k, &v, MDB_SET)
+
+cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor** trees, int ntrees, HTable* unfiled,
                     Check* ck) noexcept nogil:
     """Check each term of i2t or i2l (``db``): its key, encoding and kind,
-    and its hash entry in t2i (cursor ``c2``): there if it is filed, and
-    otherwise absent and the term stored once (``unfiled``: those met)."""
+    and its hash entries in t2i and its young trees (``trees``, ``ntrees``
+    of them: 1 when the store has no young level): in one of them if it is
+    filed (in t2i too when a merge pass copied it), and otherwise in none
+    and the term stored once (``unfiled``: those met)."""
+    cdef int i, found, err, old = 1 + (1 - ck.young_cur)
     cdef MDB_cursor* cur
-    cdef MDB_val k, v, k2, v2, t
+    cdef MDB_val k, v, t
     cdef MDB_stat stat
     cdef uint32_t tid, literal = ID_LITERAL if db == DB_I2L else 0
     cdef int tree = W_I2L if literal else W_I2T
     cdef uint64_t h
-    cdef uint8_t hk[8]
-    cdef uint8_t idb[4]
     cdef size_t walked = 0
     cdef int rc = mdb_cursor_open(txn, dbi[db], &cur)
     if rc:
@@ -231,35 +309,117 @@ cdef int walk_terms(MDB_txn* txn, MDB_dbi* dbi, int db, MDB_cursor* c2, HTable* 
         elif literal and not is_literal_term(<uint8_t*>t.mv_data):
             problem(ck, K_MISPLACED_TERM, tid, 0, 0, 0, 0)
         h = hash_bytes(<uint8_t*>t.mv_data, t.mv_size)
-        put_be64(hk, h)
-        k2.mv_data = hk
-        k2.mv_size = 8
-        put_be32(idb, tid)
-        v2.mv_data = idb
-        v2.mv_size = 4
-        rc = mdb_cursor_get(c2, &k2, &v2, MDB_GET_BOTH)
+        found = 0   # a bit for each hash tree holding (h, tid)
+        err = 0
+        for i in range(ntrees):
+            rc = hash_entry_rc(trees[i], i, h, tid)
+            if rc == 0:
+                found |= 1 << i
+            elif rc != MDB_NOTFOUND:
+                err = rc
+                break
+        if err:
+            rc = err
+            break
         if is_filed(ck, tid, h):
             ck.filed_terms += 1
-            if rc == MDB_NOTFOUND:
+            if found == 0:
                 problem(ck, K_TERM_NOT_HASHED, tid, 0, 0, 0, 0)
-            elif rc:
-                break
+            elif found == (1 | 1 << old) and copied_by_pass(ck, h):
+                ck.copied += 1
+            elif found & (found - 1):
+                problem(ck, K_FILED_TWICE, tid, <uint32_t>found, 0, 0, 0)
+            elif found == 1 << old and copied_by_pass(ck, h):
+                problem(ck, K_NOT_COPIED, tid, 0, 0, 0, HASH_TREE_W[old])
         else:
             ck.unfiled_terms += 1
-            if rc == 0:
-                problem(ck, K_UNFILED_HASHED, tid, ck.filed, 0, 0, 0)
-            elif rc != MDB_NOTFOUND:
-                break
-            rc = check_unfiled(txn, dbi, c2, unfiled, tid, <uint8_t*>t.mv_data, t.mv_size, h, ck)
+            for i in range(ntrees):
+                if found >> i & 1:
+                    problem(ck, K_UNFILED_HASHED, tid, ck.filed, 0, 0, HASH_TREE_W[i])
+            rc = check_unfiled(txn, dbi, trees, ntrees, unfiled, tid, <uint8_t*>t.mv_data, t.mv_size, h, ck)
             if rc:
                 break
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
     mdb_cursor_close(cur)
     return 0 if rc == MDB_NOTFOUND else rc
 
+cdef int walk_hash_index(MDB_txn* txn, MDB_dbi* dbi, int tree, MDB_cursor** trees, int ntrees,
+                         Check* ck) noexcept nogil:
+    """Walk hash tree ``tree`` (0: t2i; 1, 2: the young trees): each
+    entry's size, term, hash and place against what is filed.  A hash whose
+    ids (in all ``ntrees`` trees, read through ``trees``) are several is
+    checked for equal terms once, in the walk of the first tree holding it."""
+    cdef MDB_cursor* walk
+    cdef MDB_val k, v, v2
+    cdef MDB_stat stat
+    cdef uint32_t tid
+    cdef uint32_t ids[64]
+    cdef uint64_t h
+    cdef uint8_t prev[8]
+    cdef bint have = False
+    cdef size_t ndups, total, walked = 0
+    cdef int rc, j, first
+    cdef int w = HASH_TREE_W[tree]
+    rc = mdb_cursor_open(txn, dbi[HASH_TREE_DB[tree]], &walk)
+    if rc:
+        return rc
+    mdb_stat(txn, dbi[HASH_TREE_DB[tree]], &stat)
+    rc = mdb_cursor_get(walk, &k, &v, MDB_FIRST)
+    while rc == 0:
+        if walked == stat.ms_entries:
+            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, w)
+            rc = MDB_NOTFOUND
+            break
+        walked += 1
+        ck.hash_entries += 1
+        if (k.mv_size != 8 or v.mv_size != 4) if tree == 0 else (k.mv_size != 12 or v.mv_size != 0):
+            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, w)
+        else:
+            h = get_be64(<uint8_t*>k.mv_data)
+            tid = get_be32(<uint8_t*>v.mv_data if tree == 0 else <uint8_t*>k.mv_data + 8)
+            if not has_id(ck, tid):
+                problem(ck, K_HASH_DANGLING, tid, 0, 0, 0, w)
+            elif not is_filed(ck, tid, h):
+                problem(ck, K_HASH_BEYOND_FILED, tid, ck.filed, 0, 0, w)
+            else:
+                if get_term(txn, dbi, tid, &v2, &ck.term) == 0:
+                    if hash_bytes(<uint8_t*>v2.mv_data, v2.mv_size) != h:
+                        problem(ck, K_HASH_WRONG, tid, 0, 0, 0, w)
+            if not have or memcmp(prev, k.mv_data, 8) != 0:   # first id under this hash
+                memcpy(prev, k.mv_data, 8)
+                have = True
+                if ntrees == 1:
+                    mdb_cursor_count(walk, &total)
+                    first = 0
+                else:   # the ids under it in every tree
+                    total = 0
+                    first = -1
+                    for j in range(ntrees):
+                        ndups = 0
+                        rc = hash_ids(trees[j], j, h, ids, 64, &ndups)
+                        if rc:
+                            break
+                        if ndups and first < 0:
+                            first = j
+                        total += ndups
+                    if rc:
+                        break
+                if total > 1 and first == tree:
+                    rc = check_collisions(txn, dbi, trees, ntrees, h, ck)
+                    if rc:
+                        break
+        rc = mdb_cursor_get(walk, &k, &v, MDB_NEXT)
+    mdb_cursor_close(walk)
+    return 0 if rc == MDB_NOTFOUND else rc
+
 cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     cdef MDB_cursor* cur = NULL
     cdef MDB_cursor* c2 = NULL
+    cdef MDB_cursor* trees[3]   # lookups in the hash trees (t2i, the young level's two)
+    cdef bint young_level = dbi[DB_T2Y0] != dbi[DB_T2I]   # none in a store of format 6 or older, read as it is
+    cdef int ntrees = N_HASH_TREES if young_level else 1
+    cdef size_t young_entries[2]
+    cdef int i
     cdef MDB_val k, v, k2, v2
     cdef MDB_stat stat
     cdef int rc, ix
@@ -308,58 +468,63 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
         problem(ck, K_FILED_BEYOND_LAST, ck.filed, ck.max_id, 0, 0, 0)
     if ck.sweep_upto > ck.max_id:
         problem(ck, K_BAD_SWEEP, ck.sweep_upto, ck.filed, 0, 0, 0)
+    k.mv_data = <char*>b"terms_merging"
+    k.mv_size = 13
+    rc = mdb_get(txn, dbi[DB_META], &k, &v)
+    if rc == 0:   # the current young tree; the pass's first id (0: none), its length and position
+        if v.mv_size == 20 and young_level and get_be32(<uint8_t*>v.mv_data) <= 1 and (
+                (get_be32(<uint8_t*>v.mv_data + 4) == 0 and get_be32(<uint8_t*>v.mv_data + 8) == 0
+                 and get_be64(<uint8_t*>v.mv_data + 12) == 0)
+                or (get_be32(<uint8_t*>v.mv_data + 4) <= ck.max_id and get_be32(<uint8_t*>v.mv_data + 8) != 0)):
+            ck.young_cur = get_be32(<uint8_t*>v.mv_data)
+            ck.merge_from = get_be32(<uint8_t*>v.mv_data + 4)
+            ck.merge_pos = get_be64(<uint8_t*>v.mv_data + 12)
+        else:
+            problem(ck, K_BAD_MERGE, get_be32(<uint8_t*>v.mv_data + 4) if v.mv_size >= 8 else 0, ck.max_id,
+                    0, 0, 0)
+    elif rc != MDB_NOTFOUND:
+        return rc
+    young_entries[0] = young_entries[1] = 0
+    if young_level:
+        for i in range(2):
+            rc = mdb_stat(txn, dbi[HASH_TREE_DB[1 + i]], &stat)
+            if rc:
+                return rc
+            young_entries[i] = stat.ms_entries
+        if ck.merge_from == 0 and young_entries[1 - ck.young_cur]:
+            problem(ck, K_YOUNG_LEFT, <uint32_t>young_entries[1 - ck.young_cur], 0, 0, 0,
+                    HASH_TREE_W[2 - ck.young_cur])
+        if young_entries[0] == 0 and young_entries[1] == 0:
+            ntrees = 1   # both empty (a store that never used them): t2i's lookups alone
     ck.bitmap = <uint8_t*>calloc((<size_t>ck.max_id >> 2) + 1, 1)
     if ck.bitmap == NULL:
         return E_NOMEM
-    rc = mdb_cursor_open(txn, dbi[DB_T2I], &c2)
-    if rc:
-        return rc
-    rc = walk_terms(txn, dbi, DB_I2T, c2, &unfiled, ck)
-    if rc == 0:
-        rc = walk_terms(txn, dbi, DB_I2L, c2, &unfiled, ck)
-    ht_free(&unfiled)
-    if rc:
-        mdb_cursor_close(c2)
-        return rc
-    # 2. the hash index: every entry points to an existing term with that hash;
-    #    ids sharing a hash are distinct terms (collisions, told apart)
-    mdb_stat(txn, dbi[DB_T2I], &stat)
-    rc = mdb_cursor_get(c2, &k, &v, MDB_FIRST)
-    while rc == 0:
-        if ck.hash_entries == stat.ms_entries:
-            problem(ck, K_WALK_LOOPS, <uint32_t>stat.ms_entries, 0, 0, 0, W_T2I)
-            rc = MDB_NOTFOUND
+    for i in range(ntrees):
+        trees[i] = NULL
+    rc = 0
+    for i in range(ntrees):
+        rc = mdb_cursor_open(txn, dbi[HASH_TREE_DB[i]], &trees[i])
+        if rc:
             break
-        ck.hash_entries += 1
-        if k.mv_size != 8 or v.mv_size != 4:
-            problem(ck, K_BAD_ENTRY, 0, 0, 0, 0, W_T2I)
-        else:
-            tid = get_be32(<uint8_t*>v.mv_data)
-            if not has_id(ck, tid):
-                problem(ck, K_HASH_DANGLING, tid, 0, 0, 0, 0)
-            elif not is_filed(ck, tid, get_be64(<uint8_t*>k.mv_data)):
-                problem(ck, K_HASH_BEYOND_FILED, tid, ck.filed, 0, 0, 0)
-            else:
-                if get_term(txn, dbi, tid, &v2, &ck.term) == 0:
-                    if hash_bytes(<uint8_t*>v2.mv_data, v2.mv_size) != get_be64(<uint8_t*>k.mv_data):
-                        problem(ck, K_HASH_WRONG, tid, 0, 0, 0, 0)
-            if not have or memcmp(prev, k.mv_data, 8) != 0:   # first id under this hash
-                memcpy(prev, k.mv_data, 8)
-                have = True
-                mdb_cursor_count(c2, &ndups)
-                if ndups > 1:
-                    ck.collisions += 1
-                    rc = check_collisions(txn, dbi, &k, ck)
-                    if rc:
-                        break
-        rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT)
-    mdb_cursor_close(c2)
-    c2 = NULL
-    if rc != MDB_NOTFOUND:
+    if rc == 0:
+        rc = walk_terms(txn, dbi, DB_I2T, trees, ntrees, &unfiled, ck)
+    if rc == 0:
+        rc = walk_terms(txn, dbi, DB_I2L, trees, ntrees, &unfiled, ck)
+    ht_free(&unfiled)
+    # 2. the hash index, t2i then its young level: every entry points to an
+    #    existing term with that hash; ids sharing a hash (in any tree) are
+    #    distinct terms (collisions, told apart)
+    for i in range(ntrees):
+        if rc == 0:
+            rc = walk_hash_index(txn, dbi, i, trees, ntrees, ck)
+    for i in range(ntrees):
+        if trees[i] != NULL:
+            mdb_cursor_close(trees[i])
+    if rc:
         return rc
-    if ck.hash_entries != ck.filed_terms:
-        problem(ck, K_COUNT_TERMS, <uint32_t>ck.hash_entries, <uint32_t>ck.filed_terms, 0, 0, 0)
-    have = False
+    if ck.hash_entries != ck.filed_terms + ck.copied:
+        problem(ck, K_COUNT_TERMS, <uint32_t>ck.hash_entries, <uint32_t>(ck.filed_terms + ck.copied), 0, 0,
+                ntrees > 1)
     # 3. every spoc quad is in the two other indices, with known ids, and
     #    its (graph, subject) pair in cs
     for ix in range(N_INDEXES):
@@ -484,28 +649,25 @@ cdef int run_check(MDB_txn* txn, MDB_dbi* dbi, Check* ck) noexcept nogil:
     mdb_cursor_close(cur)
     return 0 if rc == MDB_NOTFOUND else rc
 
-cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen, uint32_t tid,
+cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor** trees, int ntrees, HTable* seen, uint32_t tid,
                        const uint8_t* p, size_t n, uint64_t h, Check* ck) noexcept nogil:
     """An unfiled term is stored once: neither a filed term (under its hash
-    in t2i) nor an earlier unfiled one (``seen``) is the same term."""
-    cdef MDB_val k, v, t
-    cdef uint8_t hk[8]
-    cdef size_t pos = ht_home(seen, h)
+    in a hash tree: ``trees``) nor an earlier unfiled one (``seen``) is the
+    same term."""
+    cdef MDB_val t
+    cdef uint32_t ids[64]
+    cdef size_t pos = ht_home(seen, h), nids = 0, i
     cdef uint32_t other
-    cdef int rc
-    put_be64(hk, h)
-    k.mv_data = hk
-    k.mv_size = 8
-    rc = mdb_cursor_get(c2, &k, &v, MDB_SET_KEY)
-    while rc == 0:
-        if v.mv_size == 4:
-            other = get_be32(<uint8_t*>v.mv_data)
-            if other != tid and get_stored(txn, dbi, other, &t) == 0 and stored_equals(<const uint8_t*>t.mv_data,
-                                                                                       t.mv_size, p, n):
-                problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
-        rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
-    if rc != MDB_NOTFOUND:
-        return rc
+    cdef int j, rc = 0
+    for j in range(ntrees):
+        rc = hash_ids(trees[j], j, h, ids, 64, &nids)
+        if rc:
+            return rc
+    for i in range(nids):
+        other = ids[i]
+        if other != tid and get_stored(txn, dbi, other, &t) == 0 and stored_equals(<const uint8_t*>t.mv_data,
+                                                                                   t.mv_size, p, n):
+            problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
     while True:
         other = ht_next(seen, h, &pos)
         if other == 0:
@@ -514,34 +676,35 @@ cdef int check_unfiled(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor* c2, HTable* seen,
             problem(ck, K_DUPLICATE_TERM, other, tid, 0, 0, 0)
     return E_NOMEM if ht_add(seen, h, tid) else 0
 
-cdef int check_collisions(MDB_txn* txn, MDB_dbi* dbi, MDB_val* key, Check* ck) noexcept nogil:
-    """Several ids share a hash: no two may name equal terms."""
+cdef int check_collisions(MDB_txn* txn, MDB_dbi* dbi, MDB_cursor** trees, int ntrees, uint64_t h,
+                          Check* ck) noexcept nogil:
+    """Several ids share hash ``h`` (in t2i and its young trees, read
+    through ``trees``): no two may name equal terms.  An id in two trees (a
+    merge pass's copy) is one id; a hash of two distinct ids is a collision."""
     cdef uint32_t ids[64]
-    cdef int n = 0, i, j, rc
-    cdef MDB_val k, v, ka, va, kb_, vb_
-    cdef uint8_t ba[4]
-    cdef uint8_t bb[4]
-    cdef MDB_cursor* c2
-    rc = mdb_cursor_open(txn, dbi[DB_T2I], &c2)
-    if rc:
-        return rc
-    k = key[0]
-    rc = mdb_cursor_get(c2, &k, &v, MDB_SET_KEY)
-    while rc == 0 and n < 64:
-        ids[n] = get_be32(<uint8_t*>v.mv_data)
-        n += 1
-        rc = mdb_cursor_get(c2, &k, &v, MDB_NEXT_DUP)
-    if rc and rc != MDB_NOTFOUND:
-        mdb_cursor_close(c2)
-        return rc
-    for i in range(n):
-        for j in range(i + 1, n):
+    cdef size_t n = 0, distinct = 0, i, j
+    cdef MDB_val va, vb_
+    cdef int rc, tree
+    for tree in range(ntrees):
+        rc = hash_ids(trees[tree], tree, h, ids, 64, &n)
+        if rc:
+            return rc
+    for i in range(n):   # the distinct ids, in place
+        for j in range(distinct):
+            if ids[j] == ids[i]:
+                break
+        else:
+            ids[distinct] = ids[i]
+            distinct += 1
+    if distinct < 2:
+        return 0
+    ck.collisions += 1
+    for i in range(distinct):
+        for j in range(i + 1, distinct):
             if get_term(txn, dbi, ids[i], &va, &ck.term2) == 0 and get_stored(txn, dbi, ids[j], &vb_) == 0:
                 if stored_equals(<const uint8_t*>vb_.mv_data, vb_.mv_size, <const uint8_t*>va.mv_data, va.mv_size):
                     problem(ck, K_DUPLICATE_TERM, ids[i], ids[j], 0, 0, 0)
-    mdb_cursor_close(c2)
     return 0
-
 
 cdef tuple check_snapshot(MDB_txn* txn, MDB_dbi* dbi, size_t max_problems, int* error):
     """``(problems, summary)`` of the snapshot ``txn``; None, with ``error``

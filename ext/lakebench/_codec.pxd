@@ -22,7 +22,9 @@ cdef enum:
     DB_NS = 7
     DB_GRAPHS = 8
     DB_I2L = 9      # literals' ids -> terms (i2t holds the other kinds)
-    N_DBS = 10
+    DB_T2Y0 = 10    # t2i's young level, two trees in turn: the sweeps file into one ...
+    DB_T2Y1 = 11    # ... while a merge pass copies the other into t2i and then empties it
+    N_DBS = 12
 
 # The three quad indices.
 cdef enum:
@@ -176,6 +178,16 @@ cdef inline void pack_hash_entry(uint64_t h, uint32_t tid, uint8_t* kb, uint8_t*
     k.mv_size = HASH_SIZE
     v.mv_data = vb
     v.mv_size = ID_SIZE
+
+cdef inline void pack_young_entry(uint64_t h, uint32_t tid, uint8_t* kb, MDB_val* k, MDB_val* v) noexcept nogil:
+    """An entry of t2i's young level (term hash and id, 8 and 4 bytes big-endian,
+    as the key; no value) in ``kb``, pointed at by ``k`` and ``v``."""
+    put_be64(kb, h)
+    put_be32(kb + HASH_SIZE, tid)
+    k.mv_data = kb
+    k.mv_size = HASH_SIZE + ID_SIZE
+    v.mv_data = kb
+    v.mv_size = 0
 
 cdef inline void pack_pair(uint32_t graph, uint32_t subject, uint8_t* kb, uint8_t* vb,
                            MDB_val* k, MDB_val* v) noexcept nogil:

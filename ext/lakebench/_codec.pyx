@@ -18,7 +18,19 @@ keys of ``i2t`` and ``i2l``):
           id when that entry is absent) and, while a sweep files the ids
           above it (``terms_filing``: its last id and hash position), those
           up to the sweep's last id whose hash is below its position; no
-          other.
+          other.  With its young level (below), ``t2i`` and the young trees
+          together: each filed id is in one of them, and in two only while a
+          merge pass copies it (below).
+``t2y0``, ``t2y1``  the young level of ``t2i``, two trees in turn: term hash
+          and id (8 and 4 bytes) -> empty, no DUPSORT (so that emptying one
+          frees its branch pages and reads no leaf).  A deferring writer's
+          sweeps file into the current one (each sweep then rewrites its few
+          leaves, not all of t2i's), while a merge pass copies the other into
+          ``t2i`` hash range by hash range and empties it at its end; then the
+          two swap.  ``terms_merging``: the current tree (0 or 1), the pass's
+          first id (0: none), its length in ids and its hash position; the
+          other tree's ids whose hash is below the position are in ``t2i``
+          too.
 ``i2t``   term id (native-endian uint32, MDB_INTEGERKEY: the fastest
           compare for the hot id -> term lookups) -> encoded term, for IRIs
           and blank nodes;
@@ -62,6 +74,8 @@ from libc.stdint cimport uint8_t, uint32_t
 from libc.stdlib cimport malloc, free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 
+#: 7: ``t2y0`` and ``t2y1``, the young level of ``t2i``: a lakebench without
+#: it would miss the ids filed there and store their terms again;
 #: 6: the same layout; a durable store's crash may leave its last commit cut
 #: (``commit.intent``, ``wal.2``: lakebench.store.commitsync), which a lakebench
 #: from before commitsync would take as the store: it refuses format 6;
@@ -69,11 +83,12 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStri
 #: 4: no ``cspo`` index, ``cs`` lists a graph's subjects instead;
 #: 3: new literals are stored in ``i2l`` under ids with the top bit set;
 #: 2: ids above ``meta``'s ``terms_filed`` are not in t2i; 1 had none of these.
-#: A writable open upgrades an older store to 6; a read-only open reads a
-#: store of format 4 or 5 as it is and refuses an older one.
-FORMAT_VERSION = 6
+#: A writable open upgrades an older store to 7; a read-only open reads a
+#: store of format 4 to 6 as it is (no young level: the young trees' handles
+#: are ``t2i``'s) and refuses an older one.
+FORMAT_VERSION = 7
 #: Sub-database names, in the order of the ``dbi`` array.
-DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cs", "ns", "graphs", "i2l")
+DB_NAMES = ("meta", "t2i", "i2t", "spoc", "posc", "ospc", "cs", "ns", "graphs", "i2l", "t2y0", "t2y1")
 #: The bit of a term id that says it names a literal (in ``i2l``).
 ID_LITERAL_BIT = 1 << 31
 assert ID_LITERAL_BIT == <uint32_t>ID_LITERAL

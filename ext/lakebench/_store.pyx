@@ -28,7 +28,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                PyThread_get_thread_ident)
 
 from liblmdb cimport *
-from lakebench._codec cimport (DB_META, DB_I2T, DB_I2L, DB_SPOC, DB_CS, IX_SPOC, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
+from lakebench._codec cimport (DB_META, DB_T2I, DB_T2Y0, DB_T2Y1, DB_I2T, DB_I2L, DB_SPOC, DB_CS, IX_SPOC, DB_NS, DB_GRAPHS, N_DBS, E_PARSE, E_DANGLING,
                                put_be32,
                                get_be32, get_term, TermBuf, termbuf_free, hash_bytes, check_term)
 from lakebench._tables cimport (TTable, HTable, tt_bytes, ht_bytes, hslots_bytes, bloom_bytes, Bloom, QBuf, StoredForms, sf_free, tt_intern, tt_free,
@@ -155,6 +155,13 @@ cdef class Environment:
     share at each following write (all of them before the transaction reads
     or deletes from those indexes, or commits; see _txncore's
     ``stage_entries``); 0: each write's put at once.
+
+    ``young_level``: with ``defer_filing``, the sweeps file the ids into a
+    young level of t2i (two trees in turn, ``t2y0`` and ``t2y1``), whose
+    leaves are few, and a merge pass copies the other young tree into t2i a
+    hash range at each write, one pass every few generations, then empties it
+    (see _termids): each t2i leaf is then rewritten once a pass rather than
+    once a generation.
     """
     cdef MDB_env* env
     cdef MDB_dbi dbi[N_DBS]
@@ -180,6 +187,7 @@ cdef class Environment:
     cdef readonly uint32_t filing_lag
     cdef readonly uint32_t filing_max
     cdef public size_t index_stage
+    cdef public bint young_level
     # meta's count of commits that removed terms, as this process last saw
     # it: when another process's commit changed it, the cache is cleared
     cdef uint64_t removals_seen
@@ -203,7 +211,7 @@ cdef class Environment:
     def __init__(self, path, *, size_t map_size=1 << 28, durability="durable", bint readonly=False,
                  unsigned int max_readers=126, bint writemap=False, bint defer_filing=False,
                  uint32_t filing_lag=1 << 20, uint32_t filing_max=1 << 22,
-                 size_t index_stage=DEFAULT_INDEX_STAGE):
+                 size_t index_stage=DEFAULT_INDEX_STAGE, bint young_level=False):
         cdef int rc, grown = 0
         cdef MDB_envinfo info
         cdef unsigned int flags = MDB_NOTLS | MDB_NORDAHEAD
@@ -218,6 +226,7 @@ cdef class Environment:
         self.filing_lag = filing_lag
         self.filing_max = filing_max
         self.index_stage = index_stage
+        self.young_level = young_level
         if durability != "durable":
             flags |= MDB_NOSYNC
         if readonly:
@@ -301,6 +310,12 @@ cdef class Environment:
                 if not self.readonly:
                     f |= MDB_CREATE
                 rc = mdb_dbi_open(txn, name, f, &self.dbi[i])
+                if rc == MDB_NOTFOUND and i in (DB_T2Y0, DB_T2Y1) and _format_of(txn, self.dbi[DB_META]) < 7:
+                    # a store from before the young level, read as it is: no
+                    # young level is the young trees' handles being t2i's
+                    # (every reader of them skips them then)
+                    self.dbi[i] = self.dbi[DB_T2I]
+                    continue
                 if rc == MDB_NOTFOUND:
                     raise StoreError(f"{self.path!r} is not a lakebench store (no {n!r} database)")
                 if rc:
@@ -329,7 +344,7 @@ cdef class Environment:
             # 5, which needs no rewrite: the literals stored before keep
             # their form, read as they are; a commit that a crash may leave
             # cut, 6, which changes no byte: an older open would take the cut
-            # commit as the store).
+            # commit as the store; t2i's young level, 7, its two trees created empty here).
             if not self.readonly and fmt != FORMAT_VERSION:
                 if 0 < fmt < 4:
                     with nogil:
@@ -849,6 +864,9 @@ cdef class Txn:
             t.core.bloom = &env.bloom
             t.core.slice = &env.slice
         t.core.defer = write and env.defer_filing
+        # the sweeps file into t2i's young level and merge it into t2i (a store
+        # read as it is, from before the level, has none)
+        t.core.young = t.core.defer and env.young_level and env.dbi[DB_T2Y0] != env.dbi[DB_T2I]
         t.core.stage_max = env.index_stage if write else 0
         if write:
             if env.readonly:
@@ -883,6 +901,13 @@ cdef class Txn:
             rc = t._see_removals()
             if rc:
                 mdb_txn_abort(t.core.txn)
+        if rc == 0 and env.dbi[DB_T2Y0] == env.dbi[DB_T2I] and _format_of(t.core.txn, env.dbi[DB_META]) >= 7:
+            # read as it was, from before the young level, and upgraded since by
+            # a writer: its young trees (unopened here) may hold filed ids
+            # (only a read-only environment aliases them: no writer lock is held)
+            mdb_txn_abort(t.core.txn)
+            t.core.txn = NULL
+            raise StoreError(f"{env.path!r} was upgraded by a writer since this read-only open: open it again")
         if rc:
             t.core.txn = NULL
             if write:
@@ -1322,7 +1347,7 @@ cdef class Txn:
         return 0 if w == FILED_ALL or m <= w else m - w
 
     def file_terms(self):
-        """File every term id in ``t2i`` now (a write transaction)."""
+        """File every term id in ``t2i`` (or its young level) now (a write transaction)."""
         cdef int rc
         self._require_write()
         with nogil:
@@ -1335,7 +1360,8 @@ cdef class Txn:
         transaction of a store that defers filing; nothing otherwise).  The
         commit files what is due too; a writer that calls this after each
         write spreads the sweep over its writes, so that no commit carries
-        a large slice."""
+        a large slice.  With the young level, it takes the merge pass's
+        share too."""
         cdef int rc = 0
         self._require_write()
         if not self.core.defer or self.core.unfiled == NULL:
@@ -1494,12 +1520,12 @@ cdef class Txn:
 
     def set_meta(self, str name, bytes value not None):
         """Store ``value`` under ``name`` in ``meta`` (``format``, ``bnode_docs``,
-        ``terms_filed`` and ``terms_filing`` belong to the core and cannot be set)."""
+        ``terms_filed``, ``terms_filing`` and ``terms_merging`` belong to the core and cannot be set)."""
         cdef MDB_val k, v
         cdef int rc
         cdef bytes key = name.encode()
         self._require_write()
-        if name in ("format", "bnode_docs", "terms_filed", "terms_filing") or not key:
+        if name in ("format", "bnode_docs", "terms_filed", "terms_filing", "terms_merging") or not key:
             raise ValueError(f"meta key {name!r} is reserved")
         k.mv_data = <char*>key
         k.mv_size = len(key)
@@ -1518,6 +1544,8 @@ cdef class Txn:
         self._put_staged()
         out = {}
         for i, name in enumerate(DB_NAMES):
+            if i != DB_T2I and self.env.dbi[i] == self.env.dbi[DB_T2I]:
+                continue   # a store from before the young level, read as it is: none
             mdb_stat(self.core.txn, self.env.dbi[i], &st)
             out[name] = {"entries": st.ms_entries, "depth": st.ms_depth, "branch_pages": st.ms_branch_pages,
                          "leaf_pages": st.ms_leaf_pages, "overflow_pages": st.ms_overflow_pages}
@@ -1527,7 +1555,8 @@ cdef class Txn:
         """Verify the store: ``(problems, summary)``, problems empty when consistent.
 
         Every filed term (up to ``terms_filed``, and those a sweep filed) is
-        under its hash in ``t2i`` and no other term is; every hash entry
+        under its hash in ``t2i`` or a tree of its young level (in two only
+        where a merge pass copied it) and no other term is; every hash entry
         points to a term with that hash; no term is stored twice; every quad of ``spoc``
         is in the two other indices, which hold as many entries; ``cs`` holds
         exactly the (graph, subject) pairs of the quads; every id in a quad

@@ -6,7 +6,7 @@ Before the commit, each noted id that no index names any more (looked for
 in ospc first, where most terms are named, then in spoc, posc, cs and the
 declared graphs: the store takes a literal as a subject or a graph too) is
 removed: from ``i2t`` or
-``i2l``, from ``t2i`` when it is filed there, from the writer's table of
+``i2l``, from ``t2i`` and its young level when it is filed there, from the writer's table of
 unfiled ids, and from the process's cache.  So a store
 whose resources are rewritten keeps the terms it uses, not every term it
 ever held.
@@ -24,9 +24,9 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 
 from liblmdb cimport *
-from lakebench._codec cimport (E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, DB_SPOC, DB_POSC, DB_OSPC, DB_CS,
+from lakebench._codec cimport (E_CORRUPT, DB_META, DB_T2I, DB_T2Y0, DB_T2Y1, DB_I2T, DB_I2L, DB_SPOC, DB_POSC, DB_OSPC, DB_CS,
                                DB_GRAPHS, ID_LITERAL, ID_SIZE, HASH_SIZE, id_seq, put_be32, put_be64, get_be64,
-                               get_term, TermBuf, termbuf_free, hash_bytes, pack_hash_entry)
+                               get_term, TermBuf, termbuf_free, hash_bytes, pack_hash_entry, pack_young_entry)
 from lakebench._tables cimport tt_find, ht_del
 from lakebench._txncore cimport TxnCore, FILED_ALL
 from lakebench._termids cimport filed_upto, last_id, read_sweep
@@ -70,18 +70,26 @@ cdef int in_use(TxnCore* c, uint32_t tid, bint* used) noexcept nogil:
     return 0
 
 cdef int unfile(TxnCore* c, uint32_t tid, uint64_t h, uint32_t w) noexcept nogil:
-    """Take ``tid`` (of hash ``h``) out of t2i where it is filed there, and
+    """Take ``tid`` (of hash ``h``) out of t2i and its young level where it is filed there, and
     out of the writer's tables of ids not yet filed.  ``w``: the last id
     filed in t2i (FILED_ALL: every one)."""
     cdef MDB_val k, v
     cdef uint8_t kb[HASH_SIZE]
     cdef uint8_t ib[ID_SIZE]
+    cdef uint8_t yb[HASH_SIZE + ID_SIZE]
+    cdef int db
     cdef uint32_t seq = id_seq(tid)
     cdef bint filed = w == FILED_ALL or seq <= w or (seq <= c.sweep_upto and h < c.sweep_pos)
     cdef int rc
-    if filed:
+    if filed:   # in t2i, or in a tree of its young level, or (a merge pass copied it) in two
         pack_hash_entry(h, tid, kb, ib, &k, &v)
         rc = mdb_del(c.txn, c.dbi[DB_T2I], &k, &v)
+        if c.dbi[DB_T2Y0] != c.dbi[DB_T2I]:   # a store of format 6 or older, read as it is, has none
+            for db in range(DB_T2Y0, DB_T2Y1 + 1):
+                if rc and rc != MDB_NOTFOUND:
+                    break
+                pack_young_entry(h, tid, yb, &k, &v)
+                rc = mdb_del(c.txn, c.dbi[db], &k, NULL)
         if rc and rc != MDB_NOTFOUND:
             return rc
     if w != FILED_ALL and seq > w:

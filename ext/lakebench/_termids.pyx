@@ -19,17 +19,29 @@ that turns encoded terms into ids, without the GIL:
   ids: each t2i leaf is rewritten a bounded number of times per id filed,
   spread over the commits.  A Bloom filter of t2i's hashes spares a new
   term the descent into t2i.
+* t2i's young level: with it (``TxnCore.young``), the sweeps file into
+  the current one of two young trees, whose leaves are few, while a merge
+  pass copies the other into t2i a hash range at each write and, at its
+  end, empties it (``merge_step``); then the two swap.  Filed into t2i,
+  each generation would rewrite every leaf of a t2i that grows with the
+  store (at a million children the whole of the growth of a write:
+  docs/store.rst); so each leaf of t2i is rewritten once a pass, and a
+  generation rewrites the current young tree's.  A pass copies without
+  deleting (a delete a key costs more than the pages it spares) and the
+  young trees are not DUPSORT, so that emptying one frees its branch pages
+  without reading a leaf.  Lookups try the young trees, then t2i.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 from libc.stdlib cimport malloc, free
 
 from liblmdb cimport *
-from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_I2T, DB_I2L, ID_SIZE, HASH_SIZE,
+from lakebench._codec cimport (E_NOMEM, E_IDS, E_CORRUPT, DB_META, DB_T2I, DB_T2Y0, DB_T2Y1, DB_I2T, DB_I2L, ID_SIZE, HASH_SIZE,
                                ID_LITERAL, ID_SEQ_MASK, id_seq, is_literal_term,
                                TERM_IRI, TERM_BLANK,
                                put_be32, get_be32, put_be64, get_be64, ld32, get_stored, read_term, stored_equals,
-                               compact_literal, TermBuf, termbuf_free, hash_bytes, pack_hash_entry)
+                               compact_literal, TermBuf, termbuf_free, hash_bytes, pack_hash_entry,
+                               pack_young_entry)
 from lakebench._tables cimport (TEntry, TF_BLANK, TTable, HTable, HSlot, Bloom, StoredForms, sf_get, tt_term,
                                tt_find, tt_add,
                                tt_clear, ht_reset, ht_add, ht_del, ht_home, ht_next, ht_free, ht_keep_above, HSlots, ht_gather,
@@ -199,7 +211,7 @@ cdef int unfiled_table(TxnCore* c, uint32_t w, uint32_t m, HTable** out) noexcep
         t = &c.own
     elif t.valid and t.cut_upto and w < t.cut_upto:
         # the writer took out of its table the ids a sweep filed: this
-        # snapshot must find them in its t2i
+        # snapshot must find them in its t2i (or its young level)
         rc = read_sweep(c)
         if rc:
             return rc
@@ -250,25 +262,34 @@ cdef int lookup_unfiled(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint
             return rc
 
 cdef int build_bloom(TxnCore* c, Bloom* b) noexcept nogil:
-    """Fill ``b`` (BLOOM_BYTES) with every hash in t2i: once per process,
-    unless a failed write leaves it in doubt."""
+    """Fill ``b`` (BLOOM_BYTES) with every hash in t2i and its young level:
+    once per process, unless a failed write leaves it in doubt."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
     cdef int rc
+    cdef int db, i
     rc = bloom_size(b, BLOOM_BYTES * 8 // 10)
     if rc:
         return rc
-    rc = core_cursor(c, DB_T2I, &cur)
-    if rc == 0:
-        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
-        while rc == 0:
-            if k.mv_size != HASH_SIZE:
-                rc = E_CORRUPT
-                break
-            bloom_add(b, get_be64(<uint8_t*>k.mv_data))
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)
-        if rc == MDB_NOTFOUND:
-            rc = 0
+    cdef int trees[3]
+    trees[0] = DB_T2I   # t2i, then its young level
+    trees[1] = DB_T2Y0
+    trees[2] = DB_T2Y1
+    for i in range(3 if has_young_level(c) else 1):
+        db = trees[i]
+        rc = core_cursor(c, db, &cur)
+        if rc == 0:
+            rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)
+            while rc == 0:
+                if k.mv_size != (HASH_SIZE if db == DB_T2I else HASH_SIZE + ID_SIZE):
+                    rc = E_CORRUPT
+                    break
+                bloom_add(b, get_be64(<uint8_t*>k.mv_data))
+                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP if db == DB_T2I else MDB_NEXT)
+            if rc == MDB_NOTFOUND:
+                rc = 0
+        if rc:
+            break
     if rc:
         b.valid = False
     return rc
@@ -286,13 +307,27 @@ cdef bint surely_not_filed(TxnCore* c, uint64_t h) noexcept nogil:
 
 cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
     """The id of a stored term, or 0; compares stored bytes (collision check)."""
-    cdef MDB_cursor* cur
-    cdef MDB_val k, v, v2
-    cdef uint8_t hk[HASH_SIZE]
     cdef int rc
     out[0] = 0
     if surely_not_filed(c, h):
         return lookup_unfiled(c, p, n, h, out)
+    if has_young_level(c):
+        rc = lookup_young(c, DB_T2Y0, p, n, h, out)
+        if rc == 0 and out[0] == 0:
+            rc = lookup_young(c, DB_T2Y1, p, n, h, out)
+        if rc or out[0]:
+            return rc
+    rc = lookup_filed(c, p, n, h, out)
+    if rc or out[0]:
+        return rc
+    return lookup_unfiled(c, p, n, h, out)
+
+cdef int lookup_filed(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term filed in t2i, or 0."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v, v2
+    cdef uint8_t hk[HASH_SIZE]
+    cdef int rc
     rc = core_cursor(c, DB_T2I, &cur)
     if rc:
         return rc
@@ -311,11 +346,40 @@ cdef int lookup_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t*
         elif rc != MDB_NOTFOUND:
             return rc
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
-    if rc != MDB_NOTFOUND:
+    return 0 if rc == MDB_NOTFOUND else rc
+
+cdef int lookup_young(TxnCore* c, int db, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term filed in the young tree ``db``, or 0."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v, v2
+    cdef uint8_t hk[HASH_SIZE]
+    cdef uint32_t tid
+    cdef int rc
+    rc = core_cursor(c, db, &cur)
+    if rc:
         return rc
-    return lookup_unfiled(c, p, n, h, out)
+    put_be64(hk, h)
+    k.mv_data = hk
+    k.mv_size = HASH_SIZE   # sorts before every key hash + id of this hash
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)
+    while rc == 0:
+        if k.mv_size != HASH_SIZE + ID_SIZE:
+            return E_CORRUPT
+        if get_be64(<uint8_t*>k.mv_data) != h:
+            return 0
+        tid = get_be32(<uint8_t*>k.mv_data + HASH_SIZE)
+        rc = get_stored(c.txn, c.dbi, tid, &v2)
+        if rc == 0:
+            if stored_equals(<const uint8_t*>v2.mv_data, v2.mv_size, p, n):
+                out[0] = tid
+                return 0
+        elif rc != MDB_NOTFOUND:
+            return rc
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)
+    return 0 if rc == MDB_NOTFOUND else rc
 
 cdef int put_hash(TxnCore* c, uint64_t h, uint32_t tid) noexcept nogil:
+    """File ``tid`` under hash ``h`` in t2i; MDB_KEYEXIST when it is there."""
     cdef MDB_cursor* cur
     cdef MDB_val k, v
     cdef uint8_t kb[HASH_SIZE]
@@ -326,6 +390,18 @@ cdef int put_hash(TxnCore* c, uint64_t h, uint32_t tid) noexcept nogil:
     if rc:
         return rc
     return mdb_cursor_put(cur, &k, &v, MDB_NODUPDATA)
+
+cdef int put_young(TxnCore* c, int db, uint64_t h, uint32_t tid) noexcept nogil:
+    """File ``tid`` under hash ``h`` in the young tree ``db``; MDB_KEYEXIST when it is there."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v
+    cdef uint8_t kb[HASH_SIZE + ID_SIZE]
+    cdef int rc
+    pack_young_entry(h, tid, kb, &k, &v)
+    rc = core_cursor(c, db, &cur)
+    if rc:
+        return rc
+    return mdb_cursor_put(cur, &k, &v, MDB_NOOVERWRITE)
 
 # A sweep files the ids (w, upto] of a generation hash range by hash range,
 # [0, pos) first, a slice at each commit: so t2i's leaves are rewritten a
@@ -379,8 +455,9 @@ cdef int set_sweep(TxnCore* c, uint32_t upto, uint64_t pos) noexcept nogil:
     return rc
 
 cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t hi, bint to_end) noexcept nogil:
-    """File in t2i, sorted, the ids in (w, upto] whose hash is in [lo, hi)
-    ([lo, 2^64) when ``to_end``) and that no sweep has filed yet.
+    """File in t2i (or the current young tree), sorted, the ids in (w, upto]
+    whose hash is in [lo, hi) ([lo, 2^64) when ``to_end``) and that no sweep
+    has filed yet.
 
     They are taken from the table of unfiled ids by their slots
     (``ht_gather``): only the slice is gathered and sorted, and the buffers
@@ -428,11 +505,19 @@ cdef int file_slice(TxnCore* c, uint32_t w, uint32_t upto, uint64_t lo, uint64_t
     return rc
 
 cdef int file_sorted(TxnCore* c, HSlot* ents, size_t n) noexcept nogil:
-    """Put ``n`` (hash, id) entries, sorted, into t2i and the Bloom filter."""
+    """Put ``n`` (hash, id) entries, sorted, into t2i (or the current tree
+    of its young level) and the Bloom filter."""
     cdef size_t i
-    cdef int rc
+    cdef int rc = 0
+    if c.young:
+        rc = read_merge(c)
+        if rc:
+            return rc
     for i in range(n):
-        rc = put_hash(c, ents[i].h, ents[i].id)
+        if c.young:
+            rc = put_young(c, DB_T2Y0 + c.young_cur, ents[i].h, ents[i].id)
+        else:
+            rc = put_hash(c, ents[i].h, ents[i].id)
         if rc == MDB_KEYEXIST:
             rc = 0   # filed already (a filing undone and done again, or damage check names)
         if rc:
@@ -482,13 +567,23 @@ cdef inline uint32_t generation_due(uint32_t filed, uint32_t lag, uint32_t most)
     return due if due else 1
 
 cdef int file_terms_step(TxnCore* c, uint32_t lag, uint32_t most) noexcept nogil:
+    """At a deferring write or commit: the sweep's share (``sweep_step``),
+    then, with t2i's young level, the merge's (``merge_step``)."""
+    cdef int rc = sweep_step(c, lag, most)
+    if rc == 0 and c.young:
+        rc = merge_step(c, lag, most)
+    return rc
+
+cdef int sweep_step(TxnCore* c, uint32_t lag, uint32_t most) noexcept nogil:
     """At a deferring write or commit: once the unfiled ids make a generation
     (``due``: ``generation_due``), a sweep starts for them; each write then
     files the slice of the hash space that keeps the sweep in step with the
-    new ids, so that it ends when ``due`` more exist.  Each t2i leaf is so
-    rewritten a bounded number of times per id filed (about 3 pages per 100
-    ids while a generation is a quarter of t2i; more once ``most`` caps it:
-    the price of a bounded table), spread over the writes."""
+    new ids, so that it ends when ``due`` more exist.  Each leaf of the tree
+    filed into (t2i, or the current young tree) is so rewritten a bounded
+    number of times per id filed (for t2i, about 3 pages per 100 ids while
+    a generation is a quarter of it; more once ``most`` caps it: the price
+    of a bounded table, which the young level takes away), spread over the
+    writes."""
     cdef uint32_t w, m, upto, due
     cdef uint64_t target = 0
     cdef bint done
@@ -519,6 +614,172 @@ cdef int file_terms_step(TxnCore* c, uint32_t lag, uint32_t most) noexcept nogil
     if rc == 0 and m - upto >= generation_due(upto, lag, most):
         rc = set_sweep(c, m, 0)   # the next generation is due already
     return rc
+
+cdef inline bint has_young_level(const TxnCore* c) noexcept nogil:
+    """Whether the store has t2i's young level (a store of format 6 or
+    older, read as it is, has none: its young trees' handles are t2i's)."""
+    return c.dbi[DB_T2Y0] != c.dbi[DB_T2I]
+
+# The young level's state: which tree the sweeps file into, and the merge
+# pass that copies the other into t2i hash range by hash range, [0, pos)
+# first, a slice at each deferring write, in step with the new ids: it ends
+# once ``merge_len`` ids have been made since it began (``merge_from``).
+cdef char* MERGE_KEY = b"terms_merging"
+cdef size_t MERGE_KEY_LEN = 13
+cdef size_t MERGE_SIZE = 3 * ID_SIZE + 8
+
+cdef int read_merge(TxnCore* c) noexcept nogil:
+    """The young level's state into c.young_cur, c.merge_from (0: no pass),
+    c.merge_len and c.merge_pos."""
+    cdef MDB_val k, v
+    cdef int rc
+    if c.merge_known:
+        return 0
+    k.mv_data = MERGE_KEY
+    k.mv_size = MERGE_KEY_LEN
+    rc = mdb_get(c.txn, c.dbi[DB_META], &k, &v)
+    if rc == MDB_NOTFOUND:
+        c.young_cur = 0
+        c.merge_from = 0
+        c.merge_len = 0
+        c.merge_pos = 0
+    elif rc:
+        return rc
+    elif v.mv_size != MERGE_SIZE or get_be32(<uint8_t*>v.mv_data) > 1:
+        return E_CORRUPT
+    else:
+        c.young_cur = get_be32(<uint8_t*>v.mv_data)
+        c.merge_from = get_be32(<uint8_t*>v.mv_data + ID_SIZE)
+        c.merge_len = get_be32(<uint8_t*>v.mv_data + 2 * ID_SIZE)
+        c.merge_pos = get_be64(<uint8_t*>v.mv_data + 3 * ID_SIZE)
+    c.merge_known = True
+    return 0
+
+cdef int set_merge(TxnCore* c, int cur, uint32_t start, uint32_t length, uint64_t pos) noexcept nogil:
+    """Record the young level's state (the first tree and no pass: no entry)."""
+    cdef MDB_val k, v
+    cdef uint8_t b[3 * ID_SIZE + 8]
+    cdef int rc
+    k.mv_data = MERGE_KEY
+    k.mv_size = MERGE_KEY_LEN
+    if cur == 0 and start == 0:
+        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
+        if rc == MDB_NOTFOUND:
+            rc = 0
+    else:
+        put_be32(b, cur)
+        put_be32(b + ID_SIZE, start)
+        put_be32(b + 2 * ID_SIZE, length)
+        put_be64(b + 3 * ID_SIZE, pos)
+        v.mv_data = b
+        v.mv_size = MERGE_SIZE
+        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    if rc == 0:
+        c.young_cur = cur
+        c.merge_from = start
+        c.merge_len = length
+        c.merge_pos = pos
+        c.merge_known = True
+    return rc
+
+cdef inline uint64_t isqrt(uint64_t x) noexcept nogil:
+    cdef uint64_t r = 0, bit = 1ULL << 62
+    while bit > x:
+        bit >>= 2
+    while bit:
+        if x >= r + bit:
+            x -= r + bit
+            r = (r >> 1) + bit
+        else:
+            r >>= 1
+        bit >>= 2
+    return r
+
+cdef int merge_step(TxnCore* c, uint32_t lag, uint32_t most) noexcept nogil:
+    """A deferring write's share of the merge of the young level into t2i.
+    With no pass under way, once the current young tree holds ids the two
+    swap (the other is empty: the last pass emptied it) and a pass begins
+    over the full one.  It lasts ``k`` generations of new ids, ``k`` the
+    square root of how many generations t2i holds, which is where a
+    generation's cost is least: it rewrites the current young tree's leaves
+    (about ``k`` generations' worth) and a ``k``-th of t2i's (a pass
+    rewrites each t2i leaf once).  At its end the copied tree is emptied
+    whole (``mdb_drop``: its branch pages freed, no leaf read)."""
+    cdef uint32_t m, w, due
+    cdef uint64_t target = 0, k
+    cdef MDB_stat st
+    cdef int cur, old
+    cdef bint done
+    cdef int rc
+    rc = read_merge(c)
+    if rc == 0:
+        rc = last_id(c, &m)
+    if rc:
+        return rc
+    cur = c.young_cur
+    old = 1 - cur
+    if c.merge_from == 0:
+        rc = mdb_stat(c.txn, c.dbi[DB_T2Y0 + cur], &st)
+        if rc or st.ms_entries == 0 or m == 0:
+            return rc
+        rc = filed_upto(c, &w)
+        if rc:
+            return rc
+        due = generation_due(m if w == FILED_ALL else w, lag, most)
+        rc = mdb_stat(c.txn, c.dbi[DB_T2I], &st)
+        if rc:
+            return rc
+        k = isqrt(st.ms_entries // due) if due else 1
+        if k < 1:
+            k = 1
+        if k * due > ID_SEQ_MASK - m:   # a pass must end before the ids do
+            k = (ID_SEQ_MASK - m) // due
+        if k < 1:
+            k = 1
+        return set_merge(c, old, m, <uint32_t>(k * due), 0)   # swap: the full tree is copied
+    done = m - c.merge_from >= c.merge_len
+    if not done:
+        target = ((<uint64_t>(m - c.merge_from) << 32) // c.merge_len) << 32
+        if target <= c.merge_pos:
+            return 0
+    rc = copy_range(c, DB_T2Y0 + old, c.merge_pos, target, done)
+    if rc:
+        return rc
+    if done:
+        rc = mdb_drop(c.txn, c.dbi[DB_T2Y0 + old], 0)   # every id of it is in t2i now
+        if rc:
+            return rc
+        return set_merge(c, cur, 0, 0, 0)
+    return set_merge(c, cur, c.merge_from, c.merge_len, target)
+
+cdef int copy_range(TxnCore* c, int db, uint64_t lo, uint64_t hi, bint to_end) noexcept nogil:
+    """Copy the young tree ``db``'s entries whose hash is in [lo, hi) ([lo,
+    2^64) when ``to_end``) into t2i, in hash order."""
+    cdef MDB_cursor* young
+    cdef MDB_val k, v
+    cdef uint8_t kb[HASH_SIZE]
+    cdef uint64_t h
+    cdef int rc
+    rc = core_cursor(c, db, &young)
+    if rc:
+        return rc
+    put_be64(kb, lo)
+    k.mv_data = kb
+    k.mv_size = HASH_SIZE   # sorts before every key hash + id of this hash
+    rc = mdb_cursor_get(young, &k, &v, MDB_SET_RANGE)
+    while rc == 0:
+        if k.mv_size != HASH_SIZE + ID_SIZE:
+            return E_CORRUPT
+        h = get_be64(<uint8_t*>k.mv_data)
+        if not to_end and h >= hi:
+            return 0
+        rc = put_hash(c, h, get_be32(<uint8_t*>k.mv_data + HASH_SIZE))
+        if rc == MDB_KEYEXIST:
+            rc = 0   # in t2i already (damage that check names: the copy ends it)
+        if rc:
+            return rc
+        rc = mdb_cursor_get(young, &k, &v, MDB_NEXT)
+    return 0 if rc == MDB_NOTFOUND else rc
 
 cdef int create_id(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32_t* out,
                    const uint8_t* sp, size_t sn) noexcept nogil:

@@ -19,9 +19,15 @@ cdef struct TxnCore:
     TTable seen               # terms resolved in this (write) transaction
     # Term ids not yet filed in t2i (see _txncore): which ids are filed, and
     # the table of the others' hashes this transaction looks them up in.
-    uint32_t filed            # ids up to this one are in t2i (FILED_ALL: every id)
+    uint32_t filed            # ids up to this one are in t2i or its young level (FILED_ALL: every id)
     bint filed_known
     bint defer                # a write that leaves its new ids out of t2i
+    bint young                # ... whose sweeps file them into t2i's young level and merge it into t2i
+    int young_cur             # the young tree the sweeps file into (0: t2y0, 1: t2y1); the other ...
+    uint32_t merge_from       # ... a merge pass that began at this id (0: none) and lasts merge_len ids ...
+    uint32_t merge_len
+    uint64_t merge_pos        # ... has copied into t2i below this hash
+    bint merge_known
     HTable* unfiled           # the environment's table (a deferring store), or NULL ...
     HTable own                # ... and then this transaction's own, built when first needed
     Bloom* bloom              # the environment's filter of t2i's hashes (a deferring store), or NULL

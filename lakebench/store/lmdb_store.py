@@ -142,6 +142,10 @@ DEFAULT_FILING_LAG = 1 << 20
 #: private memory holds"), however large the store grows.  A larger value
 #: spares t2i's leaves rewrites (fewer, larger sweeps) for memory.
 DEFAULT_FILING_MAX = 1 << 22
+#: The sweeps file into t2i's young level (two trees in turn, ``t2y0`` and ``t2y1``) and a
+#: merge pass copies the other into t2i and empties it, one pass every few generations
+#: (Environment's ``young_level``, _termids' ``merge_step``; docs/store.rst).
+YOUNG_LEVEL = False
 #: After a write failed for lack of space, writes are refused at once until
 #: the disk has this much free again.
 _SPACE_AGAIN = 1 << 20
@@ -280,6 +284,8 @@ class LmdbStore:
     page it copies the batch's hot pages to); 0: none.  Not unsynced: there the pages that
     write faults on are mostly free pages taken again, which the commits' write-back left
     clean and read-only, not new ones (mapping ahead left its faults as they were).
+    ``young_level``: the writer's sweeps file new term ids into t2i's young level and a
+    merge moves it into t2i (Environment's ``young_level``); default YOUNG_LEVEL.
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,
@@ -288,7 +294,7 @@ class LmdbStore:
                  filing_lag: int = DEFAULT_FILING_LAG, filing_max: int = DEFAULT_FILING_MAX,
                  truncate_damaged_log: bool = False, writemap: bool | None = None,
                  waiting: Waiting = INLINE, cache_ahead: int = CACHE_AHEAD, write_back: int = WRITE_BACK_EVERY,
-                 map_ahead: int = MAP_AHEAD):
+                 map_ahead: int = MAP_AHEAD, young_level: bool = YOUNG_LEVEL):
         self.path = Path(path)
         durability = Durability.parse(durability)
         if write_back < 0:
@@ -383,7 +389,7 @@ class LmdbStore:
             self.env = Environment(self.path, map_size=map_size,
                                    durability=Durability.NOSYNC if pipelined else durability, readonly=readonly,
                                    writemap=writemap and log, defer_filing=log, filing_lag=filing_lag,
-                                   filing_max=filing_max)
+                                   filing_max=filing_max, young_level=young_level)
             if self._intent is not None:
                 # The first intent names the snapshot as opened: flushed, whatever wrote it
                 # (a nosync writer may not have).

@@ -435,23 +435,46 @@ def test_a_store_of_format_4_reads_its_literals_as_they_are_and_stores_new_ones_
     assert len(stored[5 | lit]) < len(new)
     problems = check(path)
     assert problems == [] and problems.summary["hash_entries"] == 5
-    assert _format_of(path)[0] == _store.FORMAT_VERSION == 6
+    assert _format_of(path)[0] == _store.FORMAT_VERSION == 7
 
 
-def test_a_store_of_format_5_reads_as_it_is_and_a_writable_open_marks_it_6(tmp_path):
+@pytest.mark.parametrize("version", [5, 6])
+def test_a_store_of_format_5_or_6_reads_as_it_is_and_a_writable_open_marks_it_7(tmp_path, version):
     """Format 6 changed no byte of the layout: it marks a store that an older
     lakebench must refuse, since a crash may have left its last commit cut
-    (commit.intent), which only this one undoes."""
+    (commit.intent), which only this one undoes.  Format 7 adds t2i's young
+    level (t2y0, t2y1): read as it is, an older store has none (and check says
+    nothing of it); opened for writing, it gets an empty one."""
     path = tmp_path / "store"
     s, p, o, g = (iri(f"http://ex.org/{x}") for x in "spog")
-    _old_store(path, 5, {1: s, 2: p, 3: o, 4: g}, [(1, 2, 3, 4)])
+    _old_store(path, version, {1: s, 2: p, 3: o, 4: g}, [(1, 2, 3, 4)])
     with LmdbStore(path, readonly=True) as store:
         assert store.quads() == [(s, p, o, g)]
-    assert _format_of(path)[0] == 5  # a read-only open writes nothing
+        with store.read() as txn:
+            assert txn.term_id(o) == 3
+    assert _format_of(path) == (version, set(_store.DB_NAMES) - {"t2y0", "t2y1"})  # a read-only open writes nothing
+    assert check(path) == []
     with LmdbStore(path) as store:
         assert store.count() == 1
-    assert _format_of(path)[0] == 6
+    assert _format_of(path) == (7, set(_store.DB_NAMES))
     assert check(path) == []
+
+
+def test_a_read_only_open_of_a_format_6_store_stops_reading_once_a_writer_upgrades_it(tmp_path):
+    """Read as it is, a format-6 store has no young level in that open; a
+    writer in another process that upgrades it may file ids there, which
+    the open would miss: its next transaction says so instead."""
+    path = tmp_path / "store"
+    s, p, o, g = (iri(f"http://ex.org/{x}") for x in "spog")
+    _old_store(path, 6, {1: s, 2: p, 3: o, 4: g}, [(1, 2, 3, 4)])
+    with LmdbStore(path, readonly=True) as store:
+        assert store.count() == 1
+        subprocess.run([sys.executable, "-c", "import sys; from lakebench.store import LmdbStore; "
+                        "LmdbStore(sys.argv[1]).close()", str(path)], check=True)
+        with pytest.raises(StoreError, match="upgraded by a writer since this read-only open"):
+            store.count()
+    with LmdbStore(path, readonly=True) as store:   # opened again: the young level is read
+        assert store.count() == 1
 
 
 def test_an_upgrade_grows_a_full_map_and_a_store_without_cspo_is_refused(tmp_path):

@@ -508,7 +508,7 @@ def test_a_lag_of_zero_on_a_tiny_store_is_consistent(tmp_path):
 def test_the_filing_marks_cannot_be_set_through_set_meta(tmp_path):
     env = _store.Environment(tmp_path)
     with env.begin(write=True) as txn:
-        for name in ("terms_filed", "terms_filing"):
+        for name in ("terms_filed", "terms_filing", "terms_merging"):
             with pytest.raises(ValueError, match="reserved"):
                 txn.set_meta(name, b"\0\0\0\1")
     env.close()

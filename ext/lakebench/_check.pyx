@@ -734,6 +734,8 @@ cdef tuple check_snapshot(MDB_txn* txn, MDB_dbi* dbi, size_t max_problems, int* 
             "index_entries": {"spoc": ck.entries[0], "posc": ck.entries[1], "ospc": ck.entries[2]},
             "graph_subjects": ck.pairs,
             "hash_entries": ck.hash_entries,
+            # ids in t2i and in the young tree the merge pass under way copies (two entries each)
+            "hash_copies": ck.copied,
             "unfiled_terms": ck.unfiled_terms,
             "hash_collisions": ck.collisions,
         }

@@ -145,7 +145,7 @@ DEFAULT_FILING_MAX = 1 << 22
 #: The sweeps file into t2i's young level (two trees in turn, ``t2y0`` and ``t2y1``) and a
 #: merge pass copies the other into t2i and empties it, one pass every few generations
 #: (Environment's ``young_level``, _termids' ``merge_step``; docs/store.rst).
-YOUNG_LEVEL = False
+YOUNG_LEVEL = True
 #: After a write failed for lack of space, writes are refused at once until
 #: the disk has this much free again.
 _SPACE_AGAIN = 1 << 20

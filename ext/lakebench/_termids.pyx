@@ -348,20 +348,24 @@ cdef int lookup_filed(TxnCore* c, const uint8_t* p, size_t n, uint64_t h, uint32
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)
     return 0 if rc == MDB_NOTFOUND else rc
 
-cdef int lookup_young(TxnCore* c, int db, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
-    """The id of a stored term filed in the young tree ``db``, or 0."""
-    cdef MDB_cursor* cur
-    cdef MDB_val k, v, v2
+cdef int young_seek(TxnCore* c, int db, uint64_t h, MDB_cursor** cur, MDB_val* k, MDB_val* v) noexcept nogil:
+    """Put ``cur`` (the transaction's cursor of the young tree ``db``) on its
+    first entry whose hash is ``h`` or above, into ``k`` and ``v``."""
     cdef uint8_t hk[HASH_SIZE]
-    cdef uint32_t tid
-    cdef int rc
-    rc = core_cursor(c, db, &cur)
+    cdef int rc = core_cursor(c, db, cur)
     if rc:
         return rc
     put_be64(hk, h)
     k.mv_data = hk
-    k.mv_size = HASH_SIZE   # sorts before every key hash + id of this hash
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)
+    k.mv_size = HASH_SIZE   # the hash alone sorts before every key of it (hash and id)
+    return mdb_cursor_get(cur[0], k, v, MDB_SET_RANGE)
+
+cdef int lookup_young(TxnCore* c, int db, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
+    """The id of a stored term filed in the young tree ``db``, or 0."""
+    cdef MDB_cursor* cur
+    cdef MDB_val k, v, v2
+    cdef uint32_t tid
+    cdef int rc = young_seek(c, db, h, &cur, &k, &v)
     while rc == 0:
         if k.mv_size != HASH_SIZE + ID_SIZE:
             return E_CORRUPT
@@ -757,16 +761,8 @@ cdef int copy_range(TxnCore* c, int db, uint64_t lo, uint64_t hi, bint to_end) n
     2^64) when ``to_end``) into t2i, in hash order."""
     cdef MDB_cursor* young
     cdef MDB_val k, v
-    cdef uint8_t kb[HASH_SIZE]
     cdef uint64_t h
-    cdef int rc
-    rc = core_cursor(c, db, &young)
-    if rc:
-        return rc
-    put_be64(kb, lo)
-    k.mv_data = kb
-    k.mv_size = HASH_SIZE   # sorts before every key hash + id of this hash
-    rc = mdb_cursor_get(young, &k, &v, MDB_SET_RANGE)
+    cdef int rc = young_seek(c, db, lo, &young, &k, &v)
     while rc == 0:
         if k.mv_size != HASH_SIZE + ID_SIZE:
             return E_CORRUPT

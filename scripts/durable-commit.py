@@ -18,11 +18,12 @@ pages' write-back started after every N batch commits (0: left to the kernel's w
 ``--filing-max IDS``: the bound on a generation of term ids filed into t2i at once
 (smaller: more rewrites of its leaves); ``--filing-lag IDS``: the fewest unfiled ids that make a
 generation (both at 2^30: no id filed into t2i in a million children, its table of unfiled ids
-holding them all); ``--young-level``: the sweeps file into t2i's young level, merged into t2i
-one pass every few generations; ``--index-stage QUADS``: the index entries staged
+holding them all); ``--young-level`` / ``--no-young-level``: the sweeps file into t2i's young
+level, copied into t2i one pass every few generations (LmdbStore's default), or into t2i itself;
+``--index-stage QUADS``: the index entries staged
 and put in order (Environment's ``index_stage``).  By tenth of the children: ``tenths_ms``, the mean
-write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i
-(``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
+write; ``filing_ms_per_child``, the part of it spent filing due term ids into t2i or its young
+level and copying them (``LmdbStore.term_filing``); ``written_kib_per_child``, the bytes the process wrote (pages
 dirtied) a child; ``cpu_ms_per_child``, the processor time a child, user and kernel, of the
 writing thread and (in all) of the process's other threads.
 

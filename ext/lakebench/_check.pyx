@@ -131,7 +131,7 @@ cdef str _problem_text(Problem* p):
     if p.code == K_BAD_TERM:
         return f"term {p.a}: invalid encoding"
     if p.code == K_TERM_NOT_HASHED:
-        return f"term {p.a}: missing from the hash index t2i"
+        return f"term {p.a}: missing from the hash index"
     if p.code == K_HASH_DANGLING:
         return f"{walked[p.ix]}: an entry points to term id {p.a}, which does not exist"
     if p.code == K_HASH_WRONG:

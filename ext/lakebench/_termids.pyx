@@ -59,7 +59,7 @@ cdef size_t CACHE_MAX_LITERAL = 48
 # million hashes (about 1% of new terms pass); past that, more pass, each
 # costing one descent into t2i, and the memory stays the same.
 cdef size_t BLOOM_BYTES = 64 << 20
-# The meta entry holding the last id filed in t2i (absent: every id is).
+# The meta entry holding the last id filed in t2i or its young level (absent: every id is).
 cdef char* FILED_KEY = b"terms_filed"
 cdef size_t FILED_KEY_LEN = 11
 
@@ -358,6 +358,7 @@ cdef int young_seek(TxnCore* c, int db, uint64_t h, MDB_cursor** cur, MDB_val* k
     put_be64(hk, h)
     k.mv_data = hk
     k.mv_size = HASH_SIZE   # the hash alone sorts before every key of it (hash and id)
+    # found, ``k`` points at the tree's key, no longer at ``hk``; not found, callers read nothing
     return mdb_cursor_get(cur[0], k, v, MDB_SET_RANGE)
 
 cdef int lookup_young(TxnCore* c, int db, const uint8_t* p, size_t n, uint64_t h, uint32_t* out) noexcept nogil:
@@ -547,8 +548,8 @@ cdef int all_filed_upto(TxnCore* c, uint32_t upto) noexcept nogil:
     return rc
 
 cdef int file_terms(TxnCore* c) noexcept nogil:
-    """File every unfiled id in t2i now, in hash order (each leaf is then
-    written once however many ids land in it)."""
+    """File every unfiled id in t2i (or the current young tree) now, in hash
+    order (each leaf is then written once however many ids land in it)."""
     cdef uint32_t w, m
     cdef int rc
     rc = unfiled_span(c, &w, &m)

@@ -285,7 +285,8 @@ class LmdbStore:
     write faults on are mostly free pages taken again, which the commits' write-back left
     clean and read-only, not new ones (mapping ahead left its faults as they were).
     ``young_level``: the writer's sweeps file new term ids into t2i's young level and a
-    merge moves it into t2i (Environment's ``young_level``); default YOUNG_LEVEL.
+    merge pass copies it into t2i and empties it (Environment's ``young_level``); default
+    YOUNG_LEVEL (on).
     """
 
     def __init__(self, path, *, durability: Durability | str = Durability.DURABLE, create: bool = True, readonly: bool = False,

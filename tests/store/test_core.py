@@ -735,7 +735,7 @@ def test_check_reports_a_damaged_compact_literal_once_and_a_compact_value_in_i2t
     literal_id = struct.unpack("=I", key)[0]
     assert problems.count(f"term {literal_id}: invalid encoding") == 1
     assert "term 1: invalid encoding" in problems
-    assert f"term {literal_id}: missing from the hash index t2i" not in problems
+    assert f"term {literal_id}: missing from the hash index" not in problems
 
 
 def test_a_scan_made_from_python_yields_nothing():

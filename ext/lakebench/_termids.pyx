@@ -85,22 +85,26 @@ cdef int filed_upto(TxnCore* c, uint32_t* w) noexcept nogil:
     w[0] = c.filed
     return 0
 
+cdef int put_meta(TxnCore* c, char* key, size_t key_len, uint8_t* value, size_t n) noexcept nogil:
+    """Store ``value`` (``n`` bytes) under ``key`` in meta; ``value`` NULL:
+    remove the entry (absent already is no error)."""
+    cdef MDB_val k, v
+    cdef int rc
+    k.mv_data = key
+    k.mv_size = key_len
+    if value == NULL:
+        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
+        return 0 if rc == MDB_NOTFOUND else rc
+    v.mv_data = value
+    v.mv_size = n
+    return mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+
 cdef int set_filed(TxnCore* c, uint32_t w) noexcept nogil:
     """Record that ids up to ``w`` are filed (FILED_ALL: remove the entry)."""
-    cdef MDB_val k, v
     cdef uint8_t b[ID_SIZE]
     cdef int rc
-    k.mv_data = FILED_KEY
-    k.mv_size = FILED_KEY_LEN
-    if w == FILED_ALL:
-        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
-        if rc == MDB_NOTFOUND:
-            rc = 0
-    else:
-        put_be32(b, w)
-        v.mv_data = b
-        v.mv_size = ID_SIZE
-        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    put_be32(b, w)
+    rc = put_meta(c, FILED_KEY, FILED_KEY_LEN, NULL if w == FILED_ALL else b, ID_SIZE)
     if rc == 0:
         c.filed = w
         c.filed_known = True
@@ -438,21 +442,11 @@ cdef int read_sweep(TxnCore* c) noexcept nogil:
 
 cdef int set_sweep(TxnCore* c, uint32_t upto, uint64_t pos) noexcept nogil:
     """Record the sweep (``upto`` 0: none)."""
-    cdef MDB_val k, v
     cdef uint8_t b[ID_SIZE + 8]
     cdef int rc
-    k.mv_data = SWEEP_KEY
-    k.mv_size = SWEEP_KEY_LEN
-    if upto == 0:
-        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
-        if rc == MDB_NOTFOUND:
-            rc = 0
-    else:
-        put_be32(b, upto)
-        put_be64(b + ID_SIZE, pos)
-        v.mv_data = b
-        v.mv_size = ID_SIZE + 8
-        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    put_be32(b, upto)
+    put_be64(b + ID_SIZE, pos)
+    rc = put_meta(c, SWEEP_KEY, SWEEP_KEY_LEN, NULL if upto == 0 else b, ID_SIZE + 8)
     if rc == 0:
         c.sweep_upto = upto
         c.sweep_pos = pos
@@ -662,23 +656,13 @@ cdef int read_merge(TxnCore* c) noexcept nogil:
 
 cdef int set_merge(TxnCore* c, int cur, uint32_t start, uint32_t length, uint64_t pos) noexcept nogil:
     """Record the young level's state (the first tree and no pass: no entry)."""
-    cdef MDB_val k, v
     cdef uint8_t b[3 * ID_SIZE + 8]
     cdef int rc
-    k.mv_data = MERGE_KEY
-    k.mv_size = MERGE_KEY_LEN
-    if cur == 0 and start == 0:
-        rc = mdb_del(c.txn, c.dbi[DB_META], &k, NULL)
-        if rc == MDB_NOTFOUND:
-            rc = 0
-    else:
-        put_be32(b, cur)
-        put_be32(b + ID_SIZE, start)
-        put_be32(b + 2 * ID_SIZE, length)
-        put_be64(b + 3 * ID_SIZE, pos)
-        v.mv_data = b
-        v.mv_size = MERGE_SIZE
-        rc = mdb_put(c.txn, c.dbi[DB_META], &k, &v, 0)
+    put_be32(b, cur)
+    put_be32(b + ID_SIZE, start)
+    put_be32(b + 2 * ID_SIZE, length)
+    put_be64(b + 3 * ID_SIZE, pos)
+    rc = put_meta(c, MERGE_KEY, MERGE_KEY_LEN, NULL if cur == 0 and start == 0 else b, MERGE_SIZE)
     if rc == 0:
         c.young_cur = cur
         c.merge_from = start

@@ -11,7 +11,10 @@ page faults (all writes', and those of the writes after a commit), the process's
 private memory at the end (RssAnon), and the ten slowest writes, each (when it took
 ``--slow-ms`` or more) with where its time went on the writing thread: on a processor,
 waiting for one (the run queue), and neither (asleep: the disk, a lock; or taken by the
-hypervisor), and its context switches and page faults; ``slow_writes`` sums those.
+hypervisor), its context switches and page faults, and its time in the write-ahead log's
+flush (``log_flush_ms``, the disk's, part of asleep); ``slow_writes`` sums those;
+``log_flushes``, all the log's flushes (``LmdbStore.log_flushes``: how many took over 5, 20
+and 50 ms, the longest).
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
 pwrite rather than through the map), ``nosync``; ``--write-back N``: nosync, the committed
 pages' write-back started after every N batch commits (0: left to the kernel's writeback);
@@ -149,6 +152,7 @@ def main() -> int:
     seconds, after_commit = [], []
     faults = []  # the writing thread's major page faults in each write (outside its clock)
     slow = {}  # write index -> its thread's accounting, for the writes of --slow-ms or more
+    log_flush = {}  # write index -> its seconds in the log's flush (the disk's), for the same writes
     clock = ThreadClock()
     tenth = max(1, args.children // 10)
     marks = [tenth_mark(None)]  # at the start and after each tenth
@@ -164,6 +168,7 @@ def main() -> int:
         committed = store.batch_commits["count"]  # batch commits so far (the parent's write may commit one)
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
+            flushed = store.log_flushes["seconds"]  # the log's flushes so far, outside the write's clock
             at_start = clock.read()
             began = time.perf_counter()
             store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
@@ -172,6 +177,7 @@ def main() -> int:
             faults.append(at_end[5] - at_start[5])
             if seconds[-1] >= slow_seconds:
                 slow[i] = [a - b for a, b in zip(at_end, at_start)]
+                log_flush[i] = store.log_flushes["seconds"] - flushed
             if store.batch_commits["count"] != committed:  # this write committed the batch
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
@@ -195,6 +201,7 @@ def main() -> int:
             return {}
         on_cpu, run_queue, voluntary, involuntary, minor, _ = slow[i]
         return {"on_cpu_ms": round(on_cpu / 1e6, 3), "run_queue_ms": round(run_queue / 1e6, 3),
+                "log_flush_ms": round(log_flush[i] * 1000, 3),
                 "asleep_ms": round(seconds[i] * 1000 - (on_cpu + run_queue) / 1e6, 3),
                 "switches": {"voluntary": voluntary, "involuntary": involuntary}, "minor_faults": minor}
 
@@ -217,11 +224,12 @@ def main() -> int:
                       **per_child_by_tenth(marks, tenth),
                       "term_filing": store.term_filing,
                       "after_commit_major_faults": sum(faults[i] for i in after_commit if i < len(faults)),
-                      "batch_commits": commits, "rss_anon_bytes": private,
+                      "batch_commits": commits, "log_flushes": store.log_flushes, "rss_anon_bytes": private,
                       # writes of --slow-ms or more, by where their time went
                       "slow_writes": {"count": len(slow),
                                       "on_cpu_ms": round(sum(s[0] for s in slow.values()) / 1e6, 1),
                                       "run_queue_ms": round(sum(s[1] for s in slow.values()) / 1e6, 1),
+                                      "log_flush_ms": round(sum(log_flush.values()) * 1000, 1),
                                       "ms": round(sum(seconds[i] for i in slow) * 1000, 1)},
                       # the ten slowest writes: which child, how long, whether it committed a batch,
                       # and where the time went on the writing thread

@@ -134,7 +134,21 @@ def test_sweep_of_sizes_and_literal_lengths(tmp_path):
     assert all(s["internals"]["heap_bytes"]["bloom_filter"] > 0 for s in doc["systems"] if s["name"] == "lmdb-nosync")
     assert all(0 < s["internals"]["term_filing"]["seconds"] < s["ingest_seconds"]
                for s in doc["systems"] if s["name"] == "lmdb-nosync")
+    # Its log's flushes: one record a child (and the parent's), none flushed without fsync.
+    assert all(s["internals"]["log_flushes"]["writes"] > s["children"] and s["internals"]["log_flushes"]["flushes"] == 0
+               for s in doc["systems"] if s["name"] == "lmdb-nosync")
     assert not any("internals" in s for s in doc["systems"] if s["name"] == "memory")
+
+
+def test_a_durable_store_reports_the_log_flushes_its_writes_waited_for(tmp_path):
+    config = RunConfig(systems=["lmdb"], children=20, out=tmp_path, tail_seconds=0, interval=0.1, progress=False)
+    entry = run(config, log=lambda *_: None)["systems"][0]
+    flushes = entry["internals"]["log_flushes"]
+    # one flush at least per acknowledged write, each inside a write's time
+    assert flushes["flushes"] >= 20 and flushes["writes"] > 20 and flushes["failures"] == 0
+    assert 0 < flushes["max_seconds"] and set(flushes["over_ms"]) == {"5", "20", "50"}
+    assert flushes["over_ms"]["50"] <= flushes["over_ms"]["20"] <= flushes["over_ms"]["5"] <= flushes["flushes"]
+    results.validate(results.load(tmp_path))
 
 
 def test_cold_cache_retrievals(tmp_path):

@@ -191,6 +191,10 @@ _FIGURES = {
                                                            null=True)}),
                          # the writes' time filing due term ids into t2i (part of their own)
                          "term_filing": Field(_numbers("seconds", "max_seconds")),
+                         # the write-ahead log's flushes: a durable write waits for one (LmdbStore.log_flushes)
+                         "log_flushes": Field({"flushes": Field("int"), "failures": Field("int"), "writes": Field("int"),
+                                               **_numbers("seconds", "max_seconds"),
+                                               "over_ms": Field({"*": Field("int")})}),
                          # the store's own tables in its process's heap at the end, bytes by table
                          "heap_bytes": Field({"*": Field("int")})}),
 }

@@ -70,6 +70,7 @@ from lakebench.durability import Durability
 from lakebench.store.commitsync import AfterCommit, CommitIntent, DataSync, meta_pages, undo_cut_commit
 from lakebench.store.logsync import INLINE, GroupSync, Token, Waiting
 from lakebench.store.preflight import before_open
+from lakebench.store.tally import TimeTally
 from lakebench.store.terms import term
 from lakebench.store.wal import (
     LOG_FILE,
@@ -252,6 +253,13 @@ def map_reserve(path) -> int:
 def no_space(exc: BaseException) -> bool:
     """Whether ``exc`` (an OSError or an LMDB error) means the disk is full."""
     return getattr(exc, "errno", None) in _NO_SPACE or getattr(exc, "code", None) in _NO_SPACE
+
+
+def _flush_times(tally: TimeTally) -> dict:
+    """A tally of log flushes as ``log_flushes`` gives it (its count is ``flushes``)."""
+    times = tally.summary()
+    del times["count"]
+    return times
 
 
 class LmdbStore:
@@ -866,11 +874,15 @@ class LmdbStore:
     @property
     def log_flushes(self) -> dict:
         """The write-ahead log's flushes so far (log mode): how many ran, how many
-        failed, and the writes they covered (fewer flushes than writes: writes
-        that waited together shared one, lakebench.store.logsync)."""
+        failed, the writes they covered (fewer flushes than writes: writes
+        that waited together shared one, lakebench.store.logsync), and the time of
+        those that returned: ``seconds`` in all, ``max_seconds``, and ``over_ms``,
+        how many took over 5, 20 and 50 ms (lakebench.store.tally).  A durable
+        write waits for one, so the writes' slowest times are at least these."""
         if self._sync is None:
-            return {"flushes": 0, "failures": 0, "writes": 0}
-        return {"flushes": self._sync.flushes, "failures": self._sync.failures, "writes": self._sync.writes}
+            return {"flushes": 0, "failures": 0, "writes": 0, **_flush_times(TimeTally())}
+        return {"flushes": self._sync.flushes, "failures": self._sync.failures, "writes": self._sync.writes,
+                **_flush_times(self._sync.times)}
 
     def heap_bytes(self) -> dict[str, int]:
         """What the store's own tables hold allocated in this process's heap, in bytes by

@@ -38,9 +38,11 @@ roll-back.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from lakebench.store.tally import TimeTally
 from lakebench.store.wal import LogError
 
 
@@ -100,6 +102,10 @@ class GroupSync:
         self.writes = 0         # records written
         self.failures = 0       # flushes that failed
         self._why = ""          # what the last failure said
+        # Each flush's time, one tally per thread that runs them: a group's flush (on the
+        # thread run_blocking chooses, one at a time) and flush_now's (the owner's).
+        self._group_times = TimeTally()
+        self._owner_times = TimeTally()
 
     def written(self, seq: int) -> Token:
         """Record ``seq`` is in the log (unflushed): its token, to wait for."""
@@ -118,14 +124,21 @@ class GroupSync:
         may be running meanwhile on another thread: ``flush`` must see a write-back
         error that one took (the log's ``sync_apart``)."""
         covered = self._last
+        began = time.perf_counter()
         try:
             flush()
+            self._owner_times.add(time.perf_counter() - began)
         except OSError as exc:
             self.failures += 1
             self._fail(exc)
             raise LogSyncError(self._why) from exc
         self.flushes += 1
         self.synced = max(self.synced, covered)
+
+    @property
+    def times(self) -> TimeTally:
+        """The flushes that returned (failed ones not timed): how long they took."""
+        return self._group_times.merged(self._owner_times)
 
     def pending(self) -> Token:
         """A token for everything written so far (what a read has seen)."""
@@ -159,7 +172,9 @@ class GroupSync:
             # The writes made between the lead and the flush's start (run_blocking
             # may start it later) are in this group too.
             covered[0] = self._last
+            began = time.perf_counter()
             self._flush()
+            self._group_times.add(time.perf_counter() - began)
 
         try:
             try:

@@ -125,10 +125,12 @@ class LmdbSystem(System):
                 store.close()   # commits the last batch
             self._batch_commits = store.batch_commits
             self._term_filing = store.term_filing
+            self._log_flushes = store.log_flushes
 
     def internals(self) -> dict | None:
         reported = {"batch_commits": getattr(self, "_batch_commits", None),
                     "term_filing": getattr(self, "_term_filing", None),
+                    "log_flushes": getattr(self, "_log_flushes", None),
                     "heap_bytes": getattr(self, "_heap_bytes", None)}
         return {name: value for name, value in reported.items() if value} or None
 

@@ -326,6 +326,12 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
         assert write["on_cpu_ms"] > 0 and write["run_queue_ms"] >= 0 and write["switches"]["voluntary"] >= 0
         # one thread: neither its time on a processor nor its wait for one outlasts the write
         assert write["on_cpu_ms"] + write["run_queue_ms"] <= write["ms"] + 0.5  # (the two read apart)
+        # its log flush (durable: one a write, inside its clock; unsynced: none)
+        assert 0 <= write["log_flush_ms"] <= write["ms"] and (write["log_flush_ms"] > 0) == (mode != "nosync")
+    flushes = report["log_flushes"]
+    assert flushes["writes"] == 1101 and set(flushes["over_ms"]) == {"5", "20", "50"}
+    assert (flushes["flushes"] >= 1101) == (mode != "nosync") and (flushes["flushes"] == 0) == (mode == "nosync")
+    assert report["slow_writes"]["log_flush_ms"] <= report["slow_writes"]["ms"]
     assert not (tmp_path / "s").exists()
 
 

@@ -4,7 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["lakebench.store", "lakebench.store.terms", "lakebench.store.wal", "lakebench.store.plugin", "lakebench._store",
+MODULES = ["lakebench.store", "lakebench.store.terms", "lakebench.store.wal", "lakebench.store.plugin",
+           "lakebench.store.logsync", "lakebench.store.tally", "lakebench._store",
            "lakebench._codec", "lakebench._rdfwriter", "lakebench._tables"]
 
 

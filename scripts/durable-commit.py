@@ -12,7 +12,9 @@ private memory at the end (RssAnon), and the ten slowest writes, each (when it t
 ``--slow-ms`` or more) with where its time went on the writing thread: on a processor,
 waiting for one (the run queue), and neither (asleep: the disk, a lock; or taken by the
 hypervisor), its context switches and page faults, and its time in the write-ahead log's
-flush (``log_flush_ms``, the disk's, part of asleep); ``slow_writes`` sums those;
+flush (``log_flush_ms``, the disk's, part of asleep) and whether it began while the last
+batch commit's flush ran (``during_flush``); ``slow_writes`` sums those; for each of the ten,
+its place in its batch (0: the first write after a commit);
 ``log_flushes``, all the log's flushes (``LmdbStore.log_flushes``: how many took over 5, 20
 and 50 ms, the longest).
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
@@ -38,6 +40,7 @@ removed first and after.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import resource
@@ -153,6 +156,7 @@ def main() -> int:
     faults = []  # the writing thread's major page faults in each write (outside its clock)
     slow = {}  # write index -> its thread's accounting, for the writes of --slow-ms or more
     log_flush = {}  # write index -> its seconds in the log's flush (the disk's), for the same writes
+    during_flush = set()  # those of the same writes that began while a batch commit's flush ran
     clock = ThreadClock()
     tenth = max(1, args.children // 10)
     marks = [tenth_mark(None)]  # at the start and after each tenth
@@ -169,6 +173,7 @@ def main() -> int:
         for i, child in enumerate(dataset):
             uri, body = iri(child.uri), child.ntriples
             flushed = store.log_flushes["seconds"]  # the log's flushes so far, outside the write's clock
+            flushing = store.flushing  # whether the last batch commit's flush still runs
             at_start = clock.read()
             began = time.perf_counter()
             store.ingest(body, uri, extra=[(parent, contains, uri, parent)])
@@ -178,6 +183,8 @@ def main() -> int:
             if seconds[-1] >= slow_seconds:
                 slow[i] = [a - b for a, b in zip(at_end, at_start)]
                 log_flush[i] = store.log_flushes["seconds"] - flushed
+                if flushing:
+                    during_flush.add(i)
             if store.batch_commits["count"] != committed:  # this write committed the batch
                 committed = store.batch_commits["count"]
                 after_commit.append(i + 1)
@@ -195,13 +202,18 @@ def main() -> int:
     committing = {i - 1 for i in after_commit}  # the writes that committed a batch
     slowest = sorted(range(len(seconds)), key=seconds.__getitem__, reverse=True)[:10]
 
+    def place_in_batch(i: int) -> int:
+        """How many writes of its batch came before write ``i`` (0: the first after a commit)."""
+        k = bisect.bisect_right(after_commit, i)
+        return i - (after_commit[k - 1] if k else 0)
+
     def accounted(i: int) -> dict:
         """Where write ``i``'s time went on its thread (for a write of --slow-ms or more)."""
         if i not in slow:
             return {}
         on_cpu, run_queue, voluntary, involuntary, minor, _ = slow[i]
         return {"on_cpu_ms": round(on_cpu / 1e6, 3), "run_queue_ms": round(run_queue / 1e6, 3),
-                "log_flush_ms": round(log_flush[i] * 1000, 3),
+                "log_flush_ms": round(log_flush[i] * 1000, 3), "during_flush": i in during_flush,
                 "asleep_ms": round(seconds[i] * 1000 - (on_cpu + run_queue) / 1e6, 3),
                 "switches": {"voluntary": voluntary, "involuntary": involuntary}, "minor_faults": minor}
 
@@ -230,10 +242,12 @@ def main() -> int:
                                       "on_cpu_ms": round(sum(s[0] for s in slow.values()) / 1e6, 1),
                                       "run_queue_ms": round(sum(s[1] for s in slow.values()) / 1e6, 1),
                                       "log_flush_ms": round(sum(log_flush.values()) * 1000, 1),
+                                      "during_flush": len(during_flush),
                                       "ms": round(sum(seconds[i] for i in slow) * 1000, 1)},
                       # the ten slowest writes: which child, how long, whether it committed a batch,
                       # and where the time went on the writing thread
                       "slowest": [{"child": i + 1, "ms": round(seconds[i] * 1000, 3), "committed": i in committing,
+                                   "place_in_batch": place_in_batch(i),
                                    "major_faults": faults[i], **accounted(i)} for i in slowest]}))
     return 0
 

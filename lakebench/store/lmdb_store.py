@@ -872,6 +872,12 @@ class LmdbStore:
         return {"seconds": round(self._filing["seconds"], 6), "max_seconds": round(self._filing["max_seconds"], 6)}
 
     @property
+    def flushing(self) -> bool:
+        """Whether the last batch commit's flush (durable) is still running on its thread:
+        a write's own log flush meanwhile waits behind the batch's pages on their way out."""
+        return self._data_sync is not None and not self._data_sync.finished
+
+    @property
     def log_flushes(self) -> dict:
         """The write-ahead log's flushes so far (log mode): how many ran, how many
         failed, the writes they covered (fewer flushes than writes: writes

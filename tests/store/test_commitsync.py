@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -332,6 +333,12 @@ def test_the_commit_measurement_script_reports_each_mode(tmp_path, mode):
     assert flushes["writes"] == 1101 and set(flushes["over_ms"]) == {"5", "20", "50"}
     assert (flushes["flushes"] >= 1101) == (mode != "nosync") and (flushes["flushes"] == 0) == (mode == "nosync")
     assert report["slow_writes"]["log_flush_ms"] <= report["slow_writes"]["ms"]
+    # where each of the slowest was: its place in its batch, and whether a batch's flush ran then
+    assert 0 <= report["slow_writes"]["during_flush"] <= report["slow_writes"]["count"]
+    assert mode != "nosync" or report["slow_writes"]["during_flush"] == 0
+    for write in report["slowest"]:
+        assert 0 <= write["place_in_batch"] < report["batch_writes"] and isinstance(write["during_flush"], bool)
+        assert not write["committed"] or write["place_in_batch"] > 0
     assert not (tmp_path / "s").exists()
 
 
@@ -375,6 +382,35 @@ def test_a_map_that_fills_while_a_flush_runs_grows_once_it_is_confirmed(tmp_path
         assert store.env.info()["map_size"] > 1 << 17
         assert len(_subjects(store)) == 40
     assert not check(tmp_path / "s")
+
+
+def test_a_durable_store_says_while_a_batch_commits_flush_runs(tmp_path, monkeypatch):
+    import threading
+
+    confirm = CommitIntent.confirm
+    release = threading.Event()
+
+    def held_confirm(self):  # the flush's end waits for the test
+        release.wait(10)
+        confirm(self)
+
+    monkeypatch.setattr(CommitIntent, "confirm", held_confirm)
+    with LmdbStore(tmp_path / "s", batch_writes=3) as store:
+        store.add([("http://e/s0", "http://e/p", "http://e/o", "http://e/g")])
+        assert not store.flushing  # no batch committed yet
+        for i in (1, 2):  # the third write commits the batch, whose flush starts
+            store.add([(f"http://e/s{i}", "http://e/p", "http://e/o", "http://e/g")])
+        assert store.flushing
+        release.set()
+        store.add([("http://e/s3", "http://e/p", "http://e/o", "http://e/g")])
+        deadline = time.monotonic() + 10
+        while store.flushing and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not store.flushing
+    with LmdbStore(tmp_path / "n", durability="nosync", batch_writes=3) as store:
+        for i in range(4):
+            store.add([(f"http://e/s{i}", "http://e/p", "http://e/o", "http://e/g")])
+            assert not store.flushing  # an unsynced commit has no flush
 
 
 def test_an_intent_of_another_store_is_refused_and_changes_nothing(tmp_path, monkeypatch):

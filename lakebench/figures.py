@@ -160,6 +160,19 @@ def bytes_per_triple(entry: dict, triples_per_child: int) -> tuple[float | None,
     return (disk / sent, "sent") if sent else (None, "sent")
 
 
+def log_flush_max(entry: dict) -> float | None:
+    """The slowest flush of the store's write-ahead log in seconds, where the system reports its
+    log's flushes and flushed it at all (lakebench's durable store); else None.
+
+    >>> log_flush_max({"internals": {"log_flushes": {"flushes": 3, "max_seconds": 0.0412}}})
+    0.0412
+    >>> log_flush_max({"internals": {"log_flushes": {"flushes": 0, "max_seconds": 0.0}}}), log_flush_max({})
+    (None, None)
+    """
+    flushes = (entry.get("internals") or {}).get("log_flushes") or {}
+    return flushes.get("max_seconds") if flushes.get("flushes") else None
+
+
 # -- the vocabulary: one name and one definition per figure ----------------
 
 @dataclass(frozen=True)
@@ -186,6 +199,10 @@ TIME_PER_CHILD_P999 = Term("time per child (p99.9)", "per_resource_ms.p999",
                            "the 99.9th percentile of the time to create one child: one child in a thousand "
                            "took longer")
 TIME_PER_CHILD_MAX = Term("time per child (max)", "per_resource_ms.max", "the longest time one child took to create")
+LOG_FLUSH_MAX = Term("log flush (max)", "internals.log_flushes.max_seconds",
+                     "the slowest flush of the store's write-ahead log, where the system reports one (lakebench's "
+                     "durable store): a write waits for its log's flush, so the slowest children are at least "
+                     "the disk's slowest flushes")
 GROWTH = Term("last/first 10%", "growth.ratio",
               "the mean time per child of the last 10% of children over that of the first 10% (1.00x: no growth)")
 RETRIEVALS = Term("retrievals", "settings.retrievals",
@@ -230,7 +247,7 @@ TRIPLES = Term("triples", "triples_total", "the triples the system holds at the 
 
 #: Every figure shown in more than one place, in the order docs/results.rst lists them.
 VOCABULARY = (RUNNING_TIME, TIME_PER_CHILD, TIME_PER_CHILD_MEDIAN, TIME_PER_CHILD_P95, TIME_PER_CHILD_P999,
-              TIME_PER_CHILD_MAX, GROWTH, RETRIEVALS, PARENT_FIRST, PARENT_STEADY, PAGE_FIRST, PAGED_WALK, CONTAINS,
+              TIME_PER_CHILD_MAX, LOG_FLUSH_MAX, GROWTH, RETRIEVALS, PARENT_FIRST, PARENT_STEADY, PAGE_FIRST, PAGED_WALK, CONTAINS,
               THROUGHPUT, LATENCY_P95,
               GENERATOR_CPU, KNEE, ONE_OVER_MEAN, PEAK_RSS, PEAK_PRIVATE, DATABASE_SIZE, TRIPLES)
 

@@ -78,6 +78,7 @@ def flat_columns(document: dict) -> list[Column]:
         Column(figures.TIME_PER_CHILD_P95.name, lambda e: figures.millis(e["per_resource_ms"]["p95"]), 3),
         Column(figures.TIME_PER_CHILD_P999.name, lambda e: figures.millis(e["per_resource_ms"].get("p999")), 3),
         Column(figures.TIME_PER_CHILD_MAX.name, lambda e: figures.millis(e["per_resource_ms"].get("max")), 3),
+        Column(figures.LOG_FLUSH_MAX.name, lambda e: figures.duration(figures.log_flush_max(e)), 3),
         Column(figures.PEAK_PRIVATE.name, lambda e: figures.size(e.get("peak_rss_anon_bytes")), 3),
         Column("B/triple", bpt, 3),
         Column(figures.RUNNING_TIME.name, lambda e: figures.duration(e["ingest_seconds"],

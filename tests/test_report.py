@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from lakebench import figures, report, results  # noqa: E402
+from lakebench import figures, report, results, table  # noqa: E402
 from lakebench.report import charts, fmt, pages  # noqa: E402
 from lakebench.report.data import ReportData  # noqa: E402
 from lakebench.runner import RunConfig, run  # noqa: E402
@@ -379,11 +379,29 @@ def test_the_slowest_children_have_a_table_of_their_own(built, results_dir):
     _, text = built
     rows = pages.tail_rows(ReportData.load(results_dir))
     assert rows[0][2:] == [figures.TIME_PER_CHILD_P95.name, figures.TIME_PER_CHILD_P999.name,
-                           figures.TIME_PER_CHILD_MAX.name]
+                           figures.TIME_PER_CHILD_MAX.name, figures.LOG_FLUSH_MAX.name]
     ok = [s for s in results.load(results_dir)["systems"] if s["status"] == "ok"]
     assert len(rows) == 1 + len(ok)
     for s in ok:
         (row,) = [r for r in rows[1:] if r[0].startswith(s["name"])]
-        assert row[3:] == [fmt.nobreak(fmt.millis(s["per_resource_ms"][key])) for key in ("p999", "max")]
+        assert row[3:5] == [fmt.nobreak(fmt.millis(s["per_resource_ms"][key])) for key in ("p999", "max")]
+        assert row[5] == fmt.DASH  # neither keeps a write-ahead log it reports
         assert s["per_resource_ms"]["p95"] <= s["per_resource_ms"]["p999"] <= s["per_resource_ms"]["max"]
     assert "The slowest children" in text
+
+
+def test_the_slowest_log_flush_stands_beside_the_slowest_child_where_a_store_reports_it(results_dir, tmp_path):
+    def edit(document):
+        entry = document["systems"][0]
+        entry["internals"] = {"log_flushes": {"flushes": 21, "failures": 0, "writes": 21, "seconds": 0.5,
+                                              "max_seconds": 0.3034, "over_ms": {"5": 3, "20": 2, "50": 1}}}
+
+    copy = _copy_results(results_dir, tmp_path / "flushed", edit)
+    data = ReportData.load(copy)
+    named = results.load(copy)["systems"][0]["name"]
+    rows = {r[0].split(" ")[0]: r for r in pages.tail_rows(data)[1:]}
+    assert rows[named][5] == fmt.nobreak("303 ms")
+    assert all(row[5] == fmt.DASH for name, row in rows.items() if name != named)
+    wide = table.rows(results.load(copy), wide=True)
+    column = wide[0].index(figures.LOG_FLUSH_MAX.name)
+    assert {row[0].split(" ")[0]: row[column] for row in wide[1:]}[named] == "303 ms"

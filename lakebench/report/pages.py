@@ -184,14 +184,17 @@ def work_legend() -> str:
 
 def tail_rows(data: ReportData) -> list[list[str]]:
     """The table of the slowest children (header row first): the time per child's p95, p99.9 and max,
-    where a pause of the system (a commit, a collection) shows; the systems that completed."""
+    where a pause of the system (a commit, a collection) shows, and beside them the slowest flush of
+    the store's write-ahead log where it reports one (a durable write waits for the disk's flush);
+    the systems that completed."""
     terms = lakebench_figures
     rows = [["system", "durability", terms.TIME_PER_CHILD_P95.name, terms.TIME_PER_CHILD_P999.name,
-             terms.TIME_PER_CHILD_MAX.name]]
+             terms.TIME_PER_CHILD_MAX.name, terms.LOG_FLUSH_MAX.name]]
     for e in data.ranked:
         if e.get("status") == "ok":
             rows.append([_row_name(data, e), fmt.escape(e.get("durability") or fmt.DASH)] + [
-                fmt.nobreak(_cell(e, f"per_resource_ms.{key}", fmt.millis)) for key in ("p95", "p999", "max")])
+                fmt.nobreak(_cell(e, f"per_resource_ms.{key}", fmt.millis)) for key in ("p95", "p999", "max")]
+                + [fmt.nobreak(fmt.seconds(terms.log_flush_max(e)))])
     return rows
 
 
@@ -249,7 +252,7 @@ def results_section(data: ReportData) -> str:
 
     out.append(
         defined(terms.RUNNING_TIME, terms.TIME_PER_CHILD, terms.TIME_PER_CHILD_P95, terms.TIME_PER_CHILD_P999,
-                terms.TIME_PER_CHILD_MAX, terms.GROWTH) + " "
+                terms.TIME_PER_CHILD_MAX, terms.LOG_FLUSH_MAX, terms.GROWTH) + " "
         + terms.parent_note(data.retrievals, lambda name: f"**{name}**") + " "
         + defined(terms.CONTAINS, terms.PEAK_RSS, terms.PEAK_PRIVATE) + " **CPU time**: user + system CPU "
         "during ingest and retrieval. " + defined(terms.DATABASE_SIZE)

@@ -12,9 +12,10 @@ private memory at the end (RssAnon), and the ten slowest writes, each (when it t
 ``--slow-ms`` or more) with where its time went on the writing thread: on a processor,
 waiting for one (the run queue), and neither (asleep: the disk, a lock; or taken by the
 hypervisor), its context switches and page faults, and its time in the write-ahead log's
-flush (``log_flush_ms``, the disk's, part of asleep) and whether it began while the last
+flush (``log_flush_ms``, the disk's, mostly asleep) and whether it began while the last
 batch commit's flush ran (``during_flush``); ``slow_writes`` sums those; for each of the ten,
-its place in its batch (0: the first write after a commit);
+its place in its batch (0: the first write after a commit; in the first batch, the first
+child, after the parent's write);
 ``log_flushes``, all the log's flushes (``LmdbStore.log_flushes``: how many took over 5, 20
 and 50 ms, the longest).
 ``--mode``: ``durable`` (the default store), ``durable-pwrite`` (the batch written with
@@ -203,7 +204,8 @@ def main() -> int:
     slowest = sorted(range(len(seconds)), key=seconds.__getitem__, reverse=True)[:10]
 
     def place_in_batch(i: int) -> int:
-        """How many writes of its batch came before write ``i`` (0: the first after a commit)."""
+        """How many writes of its batch came before write ``i`` (0: the first after a commit;
+        the parent's write, in the first batch, not counted)."""
         k = bisect.bisect_right(after_commit, i)
         return i - (after_commit[k - 1] if k else 0)
 

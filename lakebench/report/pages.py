@@ -194,7 +194,8 @@ def tail_rows(data: ReportData) -> list[list[str]]:
         if e.get("status") == "ok":
             rows.append([_row_name(data, e), fmt.escape(e.get("durability") or fmt.DASH)] + [
                 fmt.nobreak(_cell(e, f"per_resource_ms.{key}", fmt.millis)) for key in ("p95", "p999", "max")]
-                + [fmt.nobreak(fmt.seconds(terms.log_flush_max(e)))])
+                + [fmt.nobreak(fmt.stacked(fmt.seconds(terms.log_flush_max(e),
+                                                       std_of(e, terms.LOG_FLUSH_MAX.path))))])
     return rows
 
 

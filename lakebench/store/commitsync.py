@@ -285,10 +285,17 @@ class DataSync(_OneThread):
         self._error: BaseException | None = None
         self.seconds = 0.0
         self.max_seconds = 0.0
+        #: Whether the flush started last is running, up to its confirmation (not ``then``).
+        self.flushing = False
 
     def start(self) -> None:
         self._error = None
-        self._start(self._run)
+        self.flushing = True
+        try:
+            self._start(self._run)
+        except BaseException:
+            self.flushing = False
+            raise
 
     def _run(self) -> None:
         import time
@@ -300,6 +307,8 @@ class DataSync(_OneThread):
         except BaseException as exc:  # noqa: BLE001  (the writer raises it, at wait())
             self._error = exc
             return
+        finally:
+            self.flushing = False
         seconds = time.perf_counter() - began
         self.seconds += seconds
         self.max_seconds = max(self.max_seconds, seconds)

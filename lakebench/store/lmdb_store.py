@@ -873,18 +873,21 @@ class LmdbStore:
 
     @property
     def flushing(self) -> bool:
-        """Whether the last batch commit's flush (durable) is still running on its thread:
-        a write's own log flush meanwhile waits behind the batch's pages on their way out."""
-        return self._data_sync is not None and not self._data_sync.finished
+        """Whether the last batch commit's flush (durable) is still running on its thread, up
+        to its confirmation: a write's own log flush meanwhile waits behind the batch's pages
+        on their way out."""
+        return self._data_sync is not None and self._data_sync.flushing
 
     @property
     def log_flushes(self) -> dict:
         """The write-ahead log's flushes so far (log mode): how many ran, how many
         failed, the writes they covered (fewer flushes than writes: writes
         that waited together shared one, lakebench.store.logsync), and the time of
-        those that returned: ``seconds`` in all, ``max_seconds``, and ``over_ms``,
-        how many took over 5, 20 and 50 ms (lakebench.store.tally).  A durable
-        write waits for one, so the writes' slowest times are at least these."""
+        those that returned (a failed one is not timed): ``seconds`` in all,
+        ``max_seconds``, and ``over_ms``, how many took over 5, 20 and 50 ms
+        (lakebench.store.tally).  A durable write waits for one; the others are
+        the flushes before a batch commit (in the write that commits it), at a
+        checkpoint, at close and at the recovery of an open."""
         if self._sync is None:
             return {"flushes": 0, "failures": 0, "writes": 0, **_flush_times(TimeTally())}
         return {"flushes": self._sync.flushes, "failures": self._sync.failures, "writes": self._sync.writes,

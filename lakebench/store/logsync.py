@@ -102,10 +102,9 @@ class GroupSync:
         self.writes = 0         # records written
         self.failures = 0       # flushes that failed
         self._why = ""          # what the last failure said
-        # Each flush's time, one tally per thread that runs them: a group's flush (on the
-        # thread run_blocking chooses, one at a time) and flush_now's (the owner's).
-        self._group_times = TimeTally()
-        self._owner_times = TimeTally()
+        # Each flush's time, added on the owner's thread once the flush has returned (a
+        # group's flush may run on another thread, and a killed leader's may outlive it).
+        self._times = TimeTally()
 
     def written(self, seq: int) -> Token:
         """Record ``seq`` is in the log (unflushed): its token, to wait for."""
@@ -127,18 +126,18 @@ class GroupSync:
         began = time.perf_counter()
         try:
             flush()
-            self._owner_times.add(time.perf_counter() - began)
         except OSError as exc:
             self.failures += 1
             self._fail(exc)
             raise LogSyncError(self._why) from exc
+        self._times.add(time.perf_counter() - began)
         self.flushes += 1
         self.synced = max(self.synced, covered)
 
     @property
     def times(self) -> TimeTally:
-        """The flushes that returned (failed ones not timed): how long they took."""
-        return self._group_times.merged(self._owner_times)
+        """How long the flushes that returned took (a failed one is not timed), one each."""
+        return self._times
 
     def pending(self) -> Token:
         """A token for everything written so far (what a read has seen)."""
@@ -166,6 +165,7 @@ class GroupSync:
 
     def _lead(self) -> None:
         covered = [self._last]
+        took = [0.0]  # the flush's own time, not its wait for a turn of the loop
         event = self._round = self._waiting.event()
 
         def flush() -> None:
@@ -174,7 +174,7 @@ class GroupSync:
             covered[0] = self._last
             began = time.perf_counter()
             self._flush()
-            self._group_times.add(time.perf_counter() - began)
+            took[0] = time.perf_counter() - began
 
         try:
             try:
@@ -183,6 +183,7 @@ class GroupSync:
                 self.failures += 1
                 self._fail(exc)
                 raise LogSyncError(self._why) from exc
+            self._times.add(took[0])
             self.flushes += 1
             self.synced = max(self.synced, covered[0])
         finally:

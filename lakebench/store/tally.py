@@ -10,8 +10,6 @@ over every kept time (percentiles, means) are lakebench.results.stats'.
 ...     tally.add(seconds)
 >>> tally.summary()
 {'count': 3, 'seconds': 0.091, 'max_seconds': 0.06, 'over_ms': {'5': 2, '20': 2, '50': 1}}
->>> tally.merged(TimeTally()).summary() == tally.summary()
-True
 """
 from __future__ import annotations
 
@@ -23,8 +21,8 @@ class TimeTally:
     """Timed operations: how many, their seconds in all, the longest, and how many took
     over each of :data:`SLOW_MS`.
 
-    One thread adds to a tally (it takes no lock): work timed on two threads keeps a
-    tally on each, summed with :meth:`merged` when read."""
+    One thread adds to a tally and reads it (it takes no lock): work timed on another
+    thread hands its time to that one."""
 
     __slots__ = ("count", "seconds", "max_seconds", "over")
 
@@ -43,15 +41,6 @@ class TimeTally:
         for k, threshold in enumerate(SLOW_MS):
             if ms > threshold:
                 self.over[k] += 1
-
-    def merged(self, other: TimeTally) -> TimeTally:
-        """A new tally of both."""
-        both = TimeTally()
-        both.count = self.count + other.count
-        both.seconds = self.seconds + other.seconds
-        both.max_seconds = max(self.max_seconds, other.max_seconds)
-        both.over = [a + b for a, b in zip(self.over, other.over)]
-        return both
 
     def summary(self) -> dict:
         """``count``, ``seconds`` (in all), ``max_seconds``, and ``over_ms`` ({"5": count, ...})."""

@@ -4,7 +4,6 @@ slowest is the disk's.  The tally (lakebench.store.tally) keeps no time itself."
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -32,13 +31,37 @@ def test_a_tally_counts_each_time_over_each_threshold_and_keeps_none():
     assert len(tally.over) == len(SLOW_MS)
 
 
-def test_a_group_flush_and_a_flush_before_a_commit_are_both_timed_and_a_failed_one_is_not():
-    sync = GroupSync(lambda: time.sleep(0.025), roll_back=lambda synced: None)
+class _Clock:
+    """A stand-in for the time module of lakebench.store.logsync: its clock moves only when a
+    fake flush says how long it took, so that the counts over each threshold are exact."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def took(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    from lakebench.store import logsync
+
+    fake = _Clock()
+    monkeypatch.setattr(logsync, "time", fake)
+    return fake
+
+
+def test_a_group_flush_and_a_flush_before_a_commit_are_both_timed_and_a_failed_one_is_not(clock):
+    sync = GroupSync(lambda: clock.took(0.025), roll_back=lambda synced: None)
     sync.wait(sync.written(1))                 # a group's flush, 25 ms
     sync.written(2)
-    sync.flush_now(lambda: time.sleep(0.06))   # the owner's flush before a batch commit, 60 ms
+    sync.flush_now(lambda: clock.took(0.06))   # the owner's flush before a batch commit, 60 ms
 
     def fails():
+        clock.took(0.5)
         raise OSError(5, "EIO")
 
     sync.written(3)
@@ -46,12 +69,10 @@ def test_a_group_flush_and_a_flush_before_a_commit_are_both_timed_and_a_failed_o
         sync.flush_now(fails)
     times = sync.times.summary()
     assert sync.flushes == 2 and sync.failures == 1
-    assert times["count"] == 2
-    assert times["over_ms"] == {"5": 2, "20": 2, "50": 1}
-    assert times["max_seconds"] >= 0.06 and times["seconds"] >= 0.085
+    assert times == {"count": 2, "seconds": 0.085, "max_seconds": 0.06, "over_ms": {"5": 2, "20": 2, "50": 1}}
 
 
-def test_a_durable_stores_log_flushes_say_how_long_the_writes_waited_for_the_disk(tmp_path, monkeypatch):
+def test_a_durable_stores_log_flushes_say_how_long_the_writes_waited_for_the_disk(tmp_path, monkeypatch, clock):
     store = LmdbStore(tmp_path, batch_writes=100_000)  # no batch commit among these writes
     real = os.fdatasync
     calls = [0]
@@ -59,26 +80,21 @@ def test_a_durable_stores_log_flushes_say_how_long_the_writes_waited_for_the_dis
 
     def fdatasync(fd):
         real(fd)
-        time.sleep(slow.get(calls[0], 0))
+        clock.took(slow.get(calls[0], 0.0001))
         calls[0] += 1
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
     before = store.log_flushes
-    waited = []
     for k in range(6):
-        began = time.perf_counter()
         store.add([_quad(k)])
-        waited.append(time.perf_counter() - began)
     after = store.log_flushes
     monkeypatch.undo()
     store.close()
     assert calls[0] == 6, "one log flush per durable write, and nothing else flushed"
     assert after["flushes"] - before["flushes"] == 6
-    assert after["over_ms"]["50"] - before["over_ms"]["50"] == 1
-    assert after["over_ms"]["20"] - before["over_ms"]["20"] == 2
-    assert after["max_seconds"] >= 0.08 and after["seconds"] - before["seconds"] >= 0.105
-    # Each slow flush is inside a write's own time: the write waited for it.
-    assert waited[2] >= 0.025 and waited[4] >= 0.08
+    assert {k: after["over_ms"][k] - before["over_ms"][k] for k in after["over_ms"]} == {"5": 2, "20": 2, "50": 1}
+    assert after["max_seconds"] == 0.08
+    assert after["seconds"] - before["seconds"] == pytest.approx(0.105 + 4 * 0.0001)
 
 
 def test_an_unsynced_store_waits_for_no_log_flush(tmp_path):
